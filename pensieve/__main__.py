@@ -1,0 +1,3 @@
+from pensieve.cli import main
+
+main()

@@ -1,0 +1,332 @@
+"""The command line: parse, call one function, render. Nothing else lives here.
+
+Commands that need no model (`list`, `status`, `show`, `--help`) never import litellm or
+torch: the pipeline and the model seam are imported inside `run` only.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from pensieve import __version__
+from pensieve.errors import PensieveError, UsageError
+
+app = typer.Typer(
+    name="pensieve",
+    help=(
+        "Write researched, cited articles with a pipeline of ten language-model agents.\n\n"
+        "Examples:\n\n"
+        '  pensieve new "How vector databases index embeddings"\n\n'
+        "  pensieve run how-vector-databases-index-embeddings\n\n"
+        "  pensieve list --json"
+    ),
+    context_settings={"help_option_names": ["-h", "--help"]},
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True)
+
+WorkspaceOpt = Annotated[str, typer.Option("--workspace", "-w", help="Workspace name under workspaces/.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON only on stdout.")]
+
+T = TypeVar("T")
+
+
+def fail(error: PensieveError) -> NoReturn:
+    from pensieve.redact import scrub
+
+    err.print(f"error: {scrub(str(error))}", markup=False)
+    raise typer.Exit(error.exit_code)
+
+
+def guarded(action: Callable[[], T]) -> T:
+    try:
+        return action()
+    except PensieveError as exc:
+        fail(exc)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _workspace(name: str) -> Any:
+    from pensieve.config import pensieve_home
+    from pensieve.workspace import open_workspace
+
+    return open_workspace(pensieve_home(), name)
+
+
+def _read_brief(brief: str | None, file: Path | None) -> str:
+    if brief is not None and file is not None:
+        raise UsageError("give the brief either as an argument or with --file, not both")
+    if file is not None:
+        try:
+            data = file.read_bytes()
+        except OSError as exc:
+            raise UsageError(f"cannot read brief file {file}: {exc.strerror}") from None
+        source = str(file)
+    elif brief == "-":
+        data = sys.stdin.buffer.read()
+        source = "standard input"
+    elif brief is not None:
+        return brief
+    else:
+        raise UsageError('no brief given: pensieve new "what the article is about" (or --file PATH, or - for stdin)')
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"the brief from {source} is not UTF-8 text; convert it to UTF-8") from None
+
+
+@app.command()
+def new(
+    brief: Annotated[str | None, typer.Argument(help="The brief; '-' reads it from stdin.")] = None,
+    file: Annotated[Path | None, typer.Option("--file", "-f", help="Read the brief from a file.")] = None,
+    project_id: Annotated[str | None, typer.Option("--id", help="Project id (default: a slug of the brief).")] = None,
+    workspace: WorkspaceOpt = "default",
+) -> None:
+    """Start an article from a brief; prints the new project's id.
+
+    Example: pensieve new "Why B-trees still matter" --id btrees
+    """
+
+    def action() -> str:
+        from pensieve.projects import new_project
+
+        text = _read_brief(brief, file)
+        return new_project(_workspace(workspace), text, project_id).id
+
+    out.print(guarded(action), markup=False)
+
+
+@app.command()
+def run(
+    project_id: Annotated[str, typer.Argument(metavar="ID", help="The project to run.")],
+    workspace: WorkspaceOpt = "default",
+    stage: Annotated[str | None, typer.Option("--stage", help="Run just this stage again.")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Stop after this stage (project left paused).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Re-run stages even if complete.")] = False,
+    model: Annotated[str | None, typer.Option("--model", help="Model for this run (any litellm model string).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Plain line log instead of the live table.")] = False,
+) -> None:
+    """Run the stages that are not complete, in order; resumes wherever the project stopped.
+
+    Examples: pensieve run btrees --until outliner; pensieve run btrees --stage drafter
+    """
+
+    def prepare() -> tuple[Any, Any, Any]:
+        from pensieve.config import load_settings
+        from pensieve.pipeline import RunOptions
+        from pensieve.stages import get_stage
+
+        for name in (stage, until):
+            if name is not None:
+                get_stage(name)
+        if stage and until:
+            raise UsageError("--stage runs one stage; it cannot be combined with --until")
+        if model is not None and not model.strip():
+            raise UsageError("--model is empty; give a litellm model string such as openai/gpt-4o-mini")
+        settings = load_settings()
+        project = _workspace(workspace).existing_project(project_id)
+        return project, settings, RunOptions(stage=stage, until=until, force=force, model=model)
+
+    project, settings, options = guarded(prepare)
+    from pensieve.pipeline import run_project
+    from pensieve.progress import make_reporter
+
+    reporter = make_reporter(quiet)
+    try:
+        with reporter:
+            result = run_project(project, settings, options, reporter)
+    except PensieveError as exc:
+        fail(exc)
+    except KeyboardInterrupt:
+        err.print(f"interrupted: run `pensieve run {project.id}` to continue where it stopped", markup=False)
+        raise typer.Exit(130) from None
+    final = result.status
+    if result.failed:
+        err.print(f"failed: {final.error}", markup=False)
+        err.print(f"fix the cause, then `pensieve run {project.id}` retries from {final.current_stage}", markup=False)
+        raise typer.Exit(1)
+    usage = final.usage
+    cost = f", ${usage.cost_usd:.4f}" if usage.cost_usd is not None else ""
+    if final.status == "complete":
+        err.print(f"complete: {project.dir / 'final.md'} ({usage.total_tokens:,} tokens in all{cost})", markup=False)
+    else:
+        err.print(f"paused before {final.current_stage}: `pensieve run {project.id}` continues", markup=False)
+
+
+@app.command("list")
+def list_(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -> None:
+    """Show every project of the workspace and where it stands."""
+
+    def action() -> list[Any]:
+        from pensieve.projects import summarize_projects
+
+        return summarize_projects(_workspace(workspace))
+
+    rows = guarded(action)
+    if as_json:
+        print_json(
+            [
+                {
+                    "id": r.id,
+                    "brief": r.brief.strip(),
+                    "status": r.status,
+                    "current_stage": r.current_stage,
+                    "updated_at": r.updated_at,
+                }
+                for r in rows
+            ]
+        )
+        return
+    if not rows:
+        err.print(f'no projects in workspace {workspace!r}; start one with: pensieve new "your brief"', markup=False)
+        return
+    table = Table(box=None, pad_edge=False)
+    for column in ("id", "status", "stage", "updated", "brief"):
+        table.add_column(column, overflow="fold" if column == "brief" else "ellipsis")
+    for r in rows:
+        table.add_row(
+            r.id, r.status, r.current_stage or "-", (r.updated_at or "-")[:19].replace("T", " "), r.brief_line[:70]
+        )
+    out.print(table)
+
+
+def _fmt_tokens(n: int) -> str:
+    return f"{n:,}" if n else "-"
+
+
+@app.command()
+def status(
+    project_id: Annotated[str, typer.Argument(metavar="ID")],
+    workspace: WorkspaceOpt = "default",
+    as_json: JsonOpt = False,
+) -> None:
+    """Per stage: status, times, duration, model calls, tokens, cost and errors."""
+
+    def action() -> tuple[Any, Any]:
+        from pensieve.status import load_status
+
+        project = _workspace(workspace).existing_project(project_id)
+        return project, load_status(project.status_path)
+
+    project, doc = guarded(action)
+    if as_json:
+        print_json(doc.model_dump(mode="json"))
+        return
+    from pensieve.projects import effective_status
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("stage", "status", "started", "duration", "calls", "prompt tok", "compl tok", "cost", "error"):
+        table.add_column(column, overflow="fold" if column == "error" else "ellipsis")
+    for name, entry in doc.stages.items():
+        duration = f"{entry.duration_s:.1f}s" if entry.duration_s is not None else "-"
+        cost = (
+            f"${entry.usage.cost_usd:.4f}" if entry.usage.cost_usd is not None else ("?" if entry.usage.calls else "-")
+        )
+        table.add_row(
+            name,
+            entry.status,
+            (entry.started_at or "-")[:19].replace("T", " "),
+            duration,
+            str(entry.usage.calls or "-"),
+            _fmt_tokens(entry.usage.prompt_tokens),
+            _fmt_tokens(entry.usage.completion_tokens),
+            cost,
+            entry.error or "",
+        )
+    out.print(f"{doc.id}: {effective_status(project, doc)}", markup=False)
+    out.print(table)
+    u = doc.usage
+    cost = f"${u.cost_usd:.4f}" if u.cost_usd is not None else "unknown"
+    suffix = "" if u.cost_known else " (some calls had no known price)"
+    out.print(
+        f"total: {u.calls} model calls, {u.prompt_tokens:,} prompt + {u.completion_tokens:,} completion tokens, "
+        f"cost {cost}{suffix}",
+        markup=False,
+    )
+    for problem in doc.problems:
+        out.print(f"problem: {problem}", markup=False)
+
+
+@app.command()
+def show(
+    project_id: Annotated[str, typer.Argument(metavar="ID")],
+    file: Annotated[str, typer.Argument(help="Artifact to print (default final.md).")] = "final.md",
+    workspace: WorkspaceOpt = "default",
+) -> None:
+    """Print final.md (or another artifact) of a project."""
+
+    def action() -> str:
+        from pathlib import PurePosixPath
+
+        from pensieve.tools.files import resolve_inside
+
+        project = _workspace(workspace).existing_project(project_id)
+        if file.startswith(("/", "~")) or ".." in PurePosixPath(file).parts or "\x00" in file:
+            raise UsageError(f"{file!r}: give a file name inside the project, e.g. final.md")
+        try:
+            path = resolve_inside(project.dir, PurePosixPath(file))
+        except Exception:
+            raise UsageError(f"{file!r} is outside the project") from None
+        if not path.is_file():
+            have = ", ".join(sorted(p.name for p in project.dir.glob("*.md")))
+            raise UsageError(f"{project.id} has no {file} yet; it has: {have}")
+        return path.read_text(encoding="utf-8", errors="replace")
+
+    sys.stdout.write(guarded(action))
+
+
+@app.command()
+def repair(
+    project_id: Annotated[str, typer.Argument(metavar="ID")],
+    workspace: WorkspaceOpt = "default",
+) -> None:
+    """Rebuild an unreadable status.json from the artifacts on disk (the old file is kept)."""
+
+    def action() -> str:
+        from pensieve.status import rebuild_status
+
+        ws = _workspace(workspace)
+        project = ws.project(project_id)
+        if not (project.dir / "brief.md").is_file():
+            raise UsageError(f"unknown project {project_id!r} in workspace {ws.name!r}")
+        with project.run_lock():
+            doc = rebuild_status(project)
+        done = sum(1 for s in doc.stages.values() if s.status == "complete")
+        return f"rebuilt {project.status_path}: {done} of {len(doc.stages)} stages complete"
+
+    err.print(guarded(action), markup=False)
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        out.print(f"pensieve {__version__}", markup=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=version_callback, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    pass
+
+
+def main() -> None:
+    app()

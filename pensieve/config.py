@@ -1,0 +1,230 @@
+"""Configuration: built-in defaults < YAML file < environment < command-line flags.
+
+One typed `Settings` object comes out. Unknown keys and wrong types are errors that name
+the key, so a typo in a config file never silently falls back to a default. API keys are
+never read from here: they come only from the environment.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from pensieve.errors import UsageError
+from pensieve.stages import STAGE_NAMES
+
+SearchProvider = Literal["", "tavily", "serpapi", "brave"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, validate_assignment=True)
+
+
+class LLMSettings(_Section):
+    model: str | None = None
+    api_base: str | None = None
+    temperature: float = 0.7
+    max_rounds: int = Field(default=24, ge=1)
+    timeout_s: float = Field(default=180.0, gt=0)
+    retries: int = Field(default=4, ge=0)
+    retry_max_wait_s: float = Field(default=60.0, ge=0)
+    max_output_tokens: int | None = Field(default=None, ge=1)
+
+
+class AgentSettings(_Section):
+    model: str | None = None
+    temperature: float | None = None
+    max_rounds: int | None = Field(default=None, ge=1)
+
+
+class ArticleSettings(_Section):
+    target_words: int = Field(default=1500, ge=100)
+    audience: str = "curious, technically literate readers"
+    style: str = "clear, concrete, well-sourced prose"
+
+
+class SearchSettings(_Section):
+    provider: SearchProvider = ""
+    endpoint: str | None = None
+    max_results_per_query: int = Field(default=5, ge=1, le=50)
+    min_interval_s: float = Field(default=1.0, ge=0)
+    timeout_s: float = Field(default=15.0, gt=0)
+
+
+class FetchSettings(_Section):
+    timeout_s: float = Field(default=10.0, gt=0)
+    max_chars: int = Field(default=50_000, ge=100)
+    max_bytes: int = Field(default=5_000_000, ge=1_000)
+    allow_private_hosts: bool = False
+    max_redirects: int = Field(default=5, ge=0, le=20)
+
+
+class TopicsSettings(_Section):
+    min_score: float = 0.3
+    capture: bool = True
+    max_results: int = Field(default=5, ge=1)
+
+
+class BudgetSettings(_Section):
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_cost_usd: float | None = Field(default=None, gt=0)
+
+
+class RunSettings(_Section):
+    deadline_s: float | None = Field(default=None, gt=0)
+
+
+class CheckSettings(_Section):
+    min_cited_paragraph_share: float = Field(default=0.5, ge=0, le=1)
+    repolish_on_failure: bool = True
+
+
+DEFAULT_TOOL_LIMITS: dict[str, int] = {
+    "web_search": 10,
+    "fetch_url": 25,
+    "search_topics": 10,
+    "read_project_file": 40,
+    "write_project_file": 20,
+    "text_stats": 20,
+    "list_projects": 5,
+}
+
+
+class Settings(_Section):
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    agents: dict[str, AgentSettings] = Field(default_factory=dict)
+    article: ArticleSettings = Field(default_factory=ArticleSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+    fetch: FetchSettings = Field(default_factory=FetchSettings)
+    topics: TopicsSettings = Field(default_factory=TopicsSettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    run: RunSettings = Field(default_factory=RunSettings)
+    limits: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_TOOL_LIMITS))
+    check: CheckSettings = Field(default_factory=CheckSettings)
+
+    @field_validator("agents")
+    @classmethod
+    def _known_stages(cls, value: dict[str, AgentSettings]) -> dict[str, AgentSettings]:
+        for name in value:
+            if name not in STAGE_NAMES:
+                raise ValueError(f"unknown stage {name!r}; stages are: {', '.join(STAGE_NAMES)}")
+        return value
+
+    @field_validator("limits")
+    @classmethod
+    def _known_tools(cls, value: dict[str, int]) -> dict[str, int]:
+        merged = dict(DEFAULT_TOOL_LIMITS)
+        for name, cap in value.items():
+            if name not in DEFAULT_TOOL_LIMITS:
+                raise ValueError(f"unknown tool {name!r}; tools are: {', '.join(DEFAULT_TOOL_LIMITS)}")
+            if cap < 0:
+                raise ValueError(f"limit for {name} must be >= 0")
+            merged[name] = cap
+        return merged
+
+    def model_for(self, stage: str) -> str | None:
+        agent = self.agents.get(stage)
+        return (agent.model if agent and agent.model else None) or self.llm.model
+
+    def temperature_for(self, stage: str) -> float:
+        agent = self.agents.get(stage)
+        return agent.temperature if agent and agent.temperature is not None else self.llm.temperature
+
+    def max_rounds_for(self, stage: str) -> int:
+        agent = self.agents.get(stage)
+        return agent.max_rounds if agent and agent.max_rounds else self.llm.max_rounds
+
+
+def pensieve_home(environ: dict[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    return Path(env.get("PENSIEVE_HOME") or ".").expanduser().resolve()
+
+
+def config_path(home: Path, environ: dict[str, str] | None = None) -> Path | None:
+    """The config file in force: PENSIEVE_CONFIG, else configs/pensieve.yaml under home."""
+    env = os.environ if environ is None else environ
+    named = env.get("PENSIEVE_CONFIG")
+    if named:
+        path = Path(named).expanduser()
+        if not path.is_file():
+            raise UsageError(f"PENSIEVE_CONFIG names {path}, which is not a file; fix the path or unset it")
+        return path
+    default = home / "configs" / "pensieve.yaml"
+    return default if default.is_file() else None
+
+
+# Environment variables that override config keys (the env layer sits above the file).
+_ENV_OVERRIDES: dict[str, tuple[str, str, type]] = {
+    "PENSIEVE_MODEL": ("llm", "model", str),
+    "PENSIEVE_API_BASE": ("llm", "api_base", str),
+    "PENSIEVE_SEARCH_PROVIDER": ("search", "provider", str),
+    "PENSIEVE_SEARCH_ENDPOINT": ("search", "endpoint", str),
+}
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    import yaml  # local: only commands that load config pay for it
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not UTF-8 text; save the config file as UTF-8") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read config file ({exc.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise UsageError(f"{path}: bad YAML{where}: {problem}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: the top level must be a mapping of sections (llm:, search:, ...)")
+    return data
+
+
+def _describe(error: ValidationError, source: str) -> str:
+    first = error.errors()[0]
+    key = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    msg = first["msg"]
+    if first["type"] == "extra_forbidden":
+        msg = "unknown key"
+    return f"{source}: {key}: {msg}"
+
+
+def load_settings(
+    home: Path | None = None,
+    environ: dict[str, str] | None = None,
+    overrides: dict[str, dict[str, Any]] | None = None,
+) -> Settings:
+    """Build Settings from the layers. Raises UsageError naming the bad key."""
+    env = dict(os.environ if environ is None else environ)
+    home = home or pensieve_home(env)
+    path = config_path(home, env)
+    data: dict[str, Any] = _read_yaml(path) if path else {}
+    source = str(path) if path else "built-in defaults"
+    try:
+        settings = Settings.model_validate(data)
+    except ValidationError as exc:
+        raise UsageError(_describe(exc, source)) from None
+    layered: dict[str, dict[str, Any]] = {}
+    for var, (section, key, _kind) in _ENV_OVERRIDES.items():
+        if env.get(var):
+            layered.setdefault(section, {})[key] = env[var]
+    for section, values in (overrides or {}).items():
+        for key, value in values.items():
+            if value is not None:
+                layered.setdefault(section, {})[key] = value
+    for section, values in layered.items():
+        part = getattr(settings, section)
+        for key, value in values.items():
+            try:
+                setattr(part, key, value)
+            except ValidationError as exc:
+                raise UsageError(_describe(exc, f"override {section}.{key}")) from None
+    return settings

@@ -1,0 +1,94 @@
+"""The dispatcher: the tool matrix, argument validation, per-stage caps and loop detection.
+
+An agent is offered only its column's available tools, and visibility is checked again at
+dispatch because models invent tool names. Nothing is ever run on guessed arguments: a
+call whose arguments are not a JSON object matching the schema is answered with an error
+that includes the schema.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from pensieve.redact import scrub
+from pensieve.tools.registry import Tool, ToolContext, ToolError, format_validation_error, render_result
+
+REPEAT_WARN = 3  # the third identical call is answered with a warning instead of a result
+REPEAT_STOP = 4  # the fourth ends the stage
+
+
+class LoopDetected(Exception):
+    """The agent kept making the same call: the stage ends with this reason."""
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    text: str
+    is_error: bool
+    duration_s: float
+
+
+class ToolBox:
+    def __init__(self, ctx: ToolContext, tools: list[Tool], limits: dict[str, int]) -> None:
+        self.ctx = ctx
+        self.tools = {t.name: t for t in tools}
+        self.limits = limits
+        self.calls: Counter[str] = Counter()
+        self.repeats: Counter[str] = Counter()
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [t.openai_schema() for t in self.tools.values()]
+
+    def _error(self, message: str, started: float) -> ToolOutcome:
+        return ToolOutcome(f"Error: {message}", True, time.monotonic() - started)
+
+    async def call(self, name: str, raw_arguments: str) -> ToolOutcome:
+        started = time.monotonic()
+        stage = self.ctx.stage.name
+        found = self.tools.get(name)
+        if found is None:
+            available = ", ".join(self.tools) or "none"
+            return self._error(f"tool {name!r} is not available to {stage}; available: {available}", started)
+        schema = json.dumps(found.schema, separators=(",", ":"))
+        try:
+            arguments = json.loads(raw_arguments) if raw_arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            return self._error(f"arguments for {name} are not valid JSON ({exc.msg}); schema: {schema}", started)
+        if not isinstance(arguments, dict):
+            kind = type(arguments).__name__
+            return self._error(f"arguments for {name} must be a JSON object, not {kind}; schema: {schema}", started)
+        try:
+            values = found.validate(arguments)
+        except ValidationError as exc:
+            problem = format_validation_error(exc)
+            return self._error(f"invalid arguments for {name}: {problem}; schema: {schema}", started)
+
+        key = f"{name}:{json.dumps(arguments, sort_keys=True, ensure_ascii=False)}"
+        self.repeats[key] += 1
+        if self.repeats[key] >= REPEAT_STOP:
+            raise LoopDetected(f"{stage} repeated the same {name} call {REPEAT_STOP} times; stopped to save budget")
+        if self.repeats[key] == REPEAT_WARN:
+            return self._error(
+                f"you have made this exact {name} call {REPEAT_WARN} times with the same arguments; use the "
+                "earlier result or change approach. One more identical call ends this stage.",
+                started,
+            )
+        cap = self.limits.get(name)
+        if cap is not None and self.calls[name] >= cap:
+            return self._error(
+                f"{name} has reached its limit of {cap} calls for the {stage} stage (limits.{name}); "
+                "finish with what you have",
+                started,
+            )
+        self.calls[name] += 1
+        try:
+            result = await found.function(self.ctx, **values)
+        except ToolError as exc:
+            return self._error(scrub(str(exc)), started)
+        return ToolOutcome(render_result(result), False, time.monotonic() - started)

@@ -1,0 +1,251 @@
+"""The one seam to language models. Only this module imports litellm, and lazily.
+
+`complete` sends messages and tool schemas, and returns text, tool calls and usage. It is
+the only layer that retries: litellm's and the OpenAI client's own retries are switched
+off so attempts never multiply. Provider errors are scrubbed of secrets before they are
+raised, stored or shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pensieve.redact import scrub
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # raw JSON text as the model sent it: parsed and validated by the dispatcher
+
+
+@dataclass(frozen=True)
+class LLMReply:
+    text: str
+    tool_calls: list[ToolCall]
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    model: str
+
+
+@dataclass
+class LLMError(Exception):
+    """A model call that failed for good (after any retries)."""
+
+    kind: str  # auth | rate_limit | timeout | connection | server | bad_request | not_found | other
+    message: str
+    status: int | None = None
+    retry_after_s: float | None = None
+    attempts: int = 1
+
+    def __str__(self) -> str:
+        return self.message
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in {"rate_limit", "timeout", "connection", "server"}
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    retries: int = 4
+    base_s: float = 1.0
+    max_wait_s: float = 60.0
+    jitter: float = 0.25
+    sleep: Callable[[float], Any] = field(default=asyncio.sleep)
+
+    def delay(self, attempt: int, retry_after_s: float | None) -> float:
+        """Exponential backoff with jitter; a server's Retry-After wins, up to the cap."""
+        if retry_after_s is not None and retry_after_s >= 0:
+            return min(retry_after_s, self.max_wait_s)
+        backoff: float = self.base_s * 2.0 ** (attempt - 1)
+        backoff *= 1 + random.uniform(-self.jitter, self.jitter)  # noqa: S311 - jitter, not crypto
+        return min(backoff, self.max_wait_s)
+
+
+_litellm: Any = None
+
+
+def _import_litellm() -> Any:
+    global _litellm
+    if _litellm is None:
+        # Without this litellm fetches its price list from the network at import time.
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        import logging
+
+        import litellm
+
+        litellm.suppress_debug_info = True
+        litellm.drop_params = True
+        litellm.num_retries = 0
+        litellm.telemetry = False
+        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx", "httpcore", "openai"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+        _litellm = litellm
+    return _litellm
+
+
+def key_problem(model: str, api_base: str | None) -> str | None:
+    """Say which environment variable is missing for this model, or None if all is set."""
+    litellm = _import_litellm()
+    try:
+        found = litellm.validate_environment(model=model, api_base=api_base)
+    except Exception:  # unknown provider strings: let the first call report it
+        return None
+    missing = [str(name) for name in found.get("missing_keys") or []]
+    if not missing or found.get("keys_in_environment"):
+        return None
+    return (
+        f"model {model!r} needs {', '.join(missing)} in the environment; export it "
+        f"(e.g. `export {missing[0]}=...`) or choose another model with --model / PENSIEVE_MODEL"
+    )
+
+
+def _retry_after(exc: Exception) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    value = headers.get("retry-after") or headers.get("Retry-After")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        import time
+
+        return max(0.0, when.timestamp() - time.time())
+
+
+def classify(exc: Exception) -> LLMError:
+    litellm = _import_litellm()
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+    kinds: list[tuple[type[BaseException], str]] = [
+        (litellm.AuthenticationError, "auth"),
+        (litellm.PermissionDeniedError, "auth"),
+        (litellm.RateLimitError, "rate_limit"),
+        (litellm.Timeout, "timeout"),
+        (litellm.APIConnectionError, "connection"),
+        (litellm.NotFoundError, "not_found"),
+        (litellm.BadRequestError, "bad_request"),
+        (litellm.InternalServerError, "server"),
+        (litellm.ServiceUnavailableError, "server"),
+    ]
+    kind = "other"
+    for cls, name in kinds:
+        if isinstance(exc, cls):
+            kind = name
+            break
+    if kind == "other" and status is not None:
+        if status in (401, 403):
+            kind = "auth"
+        elif status == 429:
+            kind = "rate_limit"
+        elif status >= 500:
+            kind = "server"
+        elif status >= 400:
+            kind = "bad_request"
+    elif kind == "other" and isinstance(exc, asyncio.TimeoutError | TimeoutError):
+        kind = "timeout"
+    message = scrub(f"{type(exc).__name__}: {exc}")
+    message = " ".join(message.split())[:600]
+    return LLMError(kind, message, status, _retry_after(exc))
+
+
+def _cost(litellm: Any, response: Any) -> float | None:
+    try:
+        value = litellm.completion_cost(completion_response=response)
+    except Exception:  # ModelNotMappedError and friends: the price is unknown
+        return None
+    return float(value) if value else None
+
+
+def _parse(litellm: Any, response: Any, model: str) -> LLMReply:
+    choice = response.choices[0]
+    message = choice.message
+    calls = []
+    for index, call in enumerate(getattr(message, "tool_calls", None) or []):
+        function = call.function
+        calls.append(
+            ToolCall(
+                id=call.id or f"call_{index}",
+                name=function.name or "",
+                arguments=function.arguments if isinstance(function.arguments, str) else "",
+            )
+        )
+    usage = getattr(response, "usage", None)
+    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    return LLMReply(
+        text=message.content or "",
+        tool_calls=calls,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        cost_usd=_cost(litellm, response),
+        model=model,
+    )
+
+
+async def complete(
+    *,
+    model: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None = None,
+    api_base: str | None = None,
+    temperature: float | None = None,
+    timeout_s: float = 180.0,
+    max_tokens: int | None = None,
+    policy: RetryPolicy | None = None,
+    on_retry: Callable[[LLMError, float], None] | None = None,
+) -> LLMReply:
+    """One model turn. Retries 429, 5xx, timeouts and connection errors; never 4xx."""
+    litellm = _import_litellm()
+    policy = policy or RetryPolicy()
+    kwargs: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        "timeout": timeout_s,
+        "num_retries": 0,
+        "max_retries": 0,
+    }
+    if tools:
+        kwargs["tools"] = tools
+    if api_base:
+        kwargs["api_base"] = api_base
+    if temperature is not None:
+        kwargs["temperature"] = temperature
+    if max_tokens is not None:
+        kwargs["max_tokens"] = max_tokens
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            # The outer deadline catches a server that accepts the call and never answers.
+            response = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=timeout_s + 5)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            error = classify(exc)
+            error.attempts = attempt
+            if not error.retryable or attempt > policy.retries:
+                raise error from None
+            wait = policy.delay(attempt, error.retry_after_s)
+            if on_retry is not None:
+                on_retry(error, wait)
+            await policy.sleep(wait)
+            continue
+        return _parse(litellm, response, model)

@@ -1,0 +1,88 @@
+"""Creating projects and summarising them for `list`, `status` and list_projects.
+
+Nothing here waits for a run lock: a project being run is read as it stands.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from pensieve.errors import CorruptState, UsageError
+from pensieve.status import Status, load_status
+from pensieve.workspace import BRIEF_FILE, LOCK_FILE, MAX_BRIEF_BYTES, Project, Workspace, create_project
+
+
+def validate_brief(brief: str) -> str:
+    if not brief.strip():
+        raise UsageError("the brief is empty; say what the article should be about")
+    size = len(brief.encode("utf-8"))
+    if size > MAX_BRIEF_BYTES:
+        raise UsageError(
+            f"the brief is {size:,} bytes; the limit is {MAX_BRIEF_BYTES:,}. "
+            "Put background material in a topic file instead"
+        )
+    return brief.strip() + "\n"
+
+
+def new_project(workspace: Workspace, brief: str, project_id: str | None = None) -> Project:
+    text = validate_brief(brief)
+    return create_project(workspace, text, project_id, lambda pid: Status.new(pid, workspace.name).to_json())
+
+
+def lock_holder(project: Project) -> int | None:
+    """The pid in the project's lock file if that process is alive (no locking, no waiting)."""
+    try:
+        raw = (project.dir / LOCK_FILE).read_text(encoding="ascii", errors="replace").strip()
+    except OSError:
+        return None
+    if not raw.isdigit():
+        return None
+    pid = int(raw)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return pid
+    return pid
+
+
+def effective_status(project: Project, status: Status) -> str:
+    """A project left `running` by a process that died is shown as `paused` (resumable)."""
+    if status.status == "running" and lock_holder(project) is None:
+        return "paused"
+    return status.status
+
+
+@dataclass(frozen=True)
+class ProjectRow:
+    id: str
+    status: str
+    current_stage: str | None
+    updated_at: str | None
+    brief: str
+    has_brief: bool
+    problem: str | None = None
+
+    @property
+    def brief_line(self) -> str:
+        return next((line.strip() for line in self.brief.splitlines() if line.strip()), "")
+
+
+def summarize(project: Project) -> ProjectRow | None:
+    has_brief = (project.dir / BRIEF_FILE).is_file()
+    if not project.status_path.is_file():
+        return None
+    brief = project.read_brief()
+    try:
+        status = load_status(project.status_path, keep_copy=False)
+    except CorruptState as exc:
+        return ProjectRow(project.id, "unreadable", None, None, brief, has_brief, str(exc))
+    current = status.current_stage or status.first_unfinished()
+    return ProjectRow(project.id, effective_status(project, status), current, status.updated_at, brief, has_brief)
+
+
+def summarize_projects(workspace: Workspace) -> list[ProjectRow]:
+    rows = [summarize(project) for project in workspace.projects()]
+    return [row for row in rows if row is not None]

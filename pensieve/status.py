@@ -1,0 +1,187 @@
+"""status.json: the model of a project's progress, its transitions, and safe loading.
+
+A status.json that cannot be read is never silently reset: loading raises CorruptState
+after keeping a copy, and the message says how to recover.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from pensieve.errors import CorruptState
+from pensieve.stages import STAGE_NAMES
+from pensieve.workspace import Project, atomic_write_text
+
+SCHEMA_VERSION = 1
+
+ProjectState = Literal["pending", "running", "paused", "complete", "error"]
+StageState = Literal["pending", "running", "complete", "error", "interrupted"]
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_iso(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+class Usage(BaseModel):
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    # None while no call had a known price; a sum once any did.
+    cost_usd: float | None = None
+    cost_known: bool = True
+
+    def add(self, prompt_tokens: int, completion_tokens: int, cost_usd: float | None) -> None:
+        self.calls += 1
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+        if cost_usd is None:
+            self.cost_known = False
+        else:
+            self.cost_usd = round((self.cost_usd or 0.0) + cost_usd, 8)
+
+    def merge(self, other: Usage) -> None:
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        if other.cost_usd is not None:
+            self.cost_usd = round((self.cost_usd or 0.0) + other.cost_usd, 8)
+        self.cost_known = self.cost_known and other.cost_known
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class StageStatus(BaseModel):
+    status: StageState = "pending"
+    started_at: str | None = None
+    finished_at: str | None = None
+    error: str | None = None
+    model: str | None = None
+    attempts: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    tool_calls: dict[str, int] = Field(default_factory=dict)
+    artifact: str | None = None
+    artifact_sha256: str | None = None
+
+    @property
+    def duration_s(self) -> float | None:
+        start, end = parse_iso(self.started_at), parse_iso(self.finished_at)
+        if start and end:
+            return (end - start).total_seconds()
+        return None
+
+
+class Status(BaseModel):
+    schema_version: int = SCHEMA_VERSION
+    id: str
+    workspace: str
+    status: ProjectState = "pending"
+    current_stage: str | None = None
+    created_at: str = Field(default_factory=now_iso)
+    updated_at: str = Field(default_factory=now_iso)
+    stages: dict[str, StageStatus] = Field(default_factory=lambda: {name: StageStatus() for name in STAGE_NAMES})
+    # Counted across every run and never reset, so budgets survive a resume.
+    usage: Usage = Field(default_factory=Usage)
+    error: str | None = None
+    problems: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def new(cls, project_id: str, workspace: str) -> Status:
+        return cls(id=project_id, workspace=workspace)
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+
+    def touch(self) -> None:
+        self.updated_at = now_iso()
+
+    def first_unfinished(self) -> str | None:
+        for name in STAGE_NAMES:
+            if self.stages[name].status != "complete":
+                return name
+        return None
+
+
+def load_status(path: Path, *, keep_copy: bool = True) -> Status:
+    """Read status.json, refusing (never resetting) anything unreadable."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise CorruptState(f"{path} is missing; the project directory is incomplete") from None
+    problem: str | None = None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        problem = f"is not valid JSON ({exc.__class__.__name__}: {exc})" if raw.strip() else "is empty"
+        data = None
+    if problem is None:
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        if version != SCHEMA_VERSION:
+            problem = f"has unknown schema version {version!r} (this Pensieve reads version {SCHEMA_VERSION})"
+    if problem is None:
+        try:
+            status = Status.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            problem = f"does not match the status schema at {where}: {first['msg']}"
+        else:
+            for name in STAGE_NAMES:
+                status.stages.setdefault(name, StageStatus())
+            return status
+    backup = path.with_name(f"status.corrupt-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}.json")
+    kept = ""
+    if keep_copy:
+        if not backup.exists():
+            shutil.copy2(path, backup)
+        kept = f"; a copy was kept as {backup.name}"
+    raise CorruptState(
+        f"{path} {problem}{kept}. "
+        f"Fix the file by hand, or run `pensieve repair {path.parent.name}` to rebuild it from the artifacts"
+    )
+
+
+def save_status(path: Path, status: Status) -> None:
+    status.touch()
+    atomic_write_text(path, status.to_json())
+
+
+def rebuild_status(project: Project) -> Status:
+    """Rebuild status.json from the artifacts on disk: a stage whose artifact exists (and
+    whose predecessors are complete) is complete. The unreadable file is kept aside."""
+    from pensieve.stages import STAGES
+
+    path = project.status_path
+    if path.is_file():
+        backup = path.with_name(f"status.replaced-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}.json")
+        shutil.copy2(path, backup)
+    status = Status.new(project.id, project.workspace.name)
+    for stage in STAGES:
+        artifact = project.file(stage.writes)
+        deps_done = all(status.stages[dep].status == "complete" for dep in stage.after)
+        if deps_done and artifact.is_file():
+            entry = status.stages[stage.name]
+            entry.status = "complete"
+            entry.artifact = stage.writes
+            entry.artifact_sha256 = hashlib.sha256(artifact.read_bytes()).hexdigest()
+    done = all(s.status == "complete" for s in status.stages.values())
+    status.status = (
+        "complete" if done else ("paused" if any(s.status == "complete" for s in status.stages.values()) else "pending")
+    )
+    status.current_stage = status.first_unfinished()
+    save_status(path, status)
+    return status

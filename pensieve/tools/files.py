@@ -1,0 +1,118 @@
+"""read_project_file and write_project_file: confined to the project, least privilege.
+
+A name is refused unless it is a plain relative path inside the project directory that
+does not touch the reserved files; symlinks are resolved first, so a link that leads out
+is refused too. An agent may write only its own artifact and files under scratch/; its
+artifact goes to the stage's staging area and is committed only when the stage succeeds,
+so a failing stage never damages a finished artifact.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+
+from pensieve.tools.registry import ToolContext, ToolError, tool
+from pensieve.untrusted import cap, sanitize, wrap
+from pensieve.workspace import (
+    RESERVED,
+    RESERVED_DIRS,
+    SCRATCH_DIR,
+    STAGING_DIR,
+    TMP_PREFIX,
+    atomic_write_text,
+)
+
+MAX_READ_CHARS = 200_000
+MAX_WRITE_CHARS = 1_000_000
+
+
+def staged_path(ctx: ToolContext, name: str) -> Path:
+    return ctx.project.dir / STAGING_DIR / ctx.stage.name / name
+
+
+def check_relative_name(filename: str) -> PurePosixPath:
+    """Refuse anything but a plain relative path; returns the normalised path."""
+    if not filename or not filename.strip():
+        raise ToolError("filename is empty; give a name such as 'outline.md'")
+    if "\x00" in filename:
+        raise ToolError("filename contains a NUL byte")
+    if "\\" in filename:
+        raise ToolError(f"{filename!r}: backslashes are not allowed; use a plain name such as 'outline.md'")
+    if filename.startswith(("/", "~")) or (len(filename) > 1 and filename[1] == ":"):
+        raise ToolError(f"{filename!r}: only names relative to the project directory are allowed")
+    path = PurePosixPath(filename)
+    for part in path.parts:
+        if part == "..":
+            raise ToolError(f"{filename!r}: '..' is not allowed; files outside the project cannot be reached")
+        if part.startswith(".") and part != ".":
+            raise ToolError(f"{filename!r}: hidden files are not accessible")
+    parts = [p for p in path.parts if p != "."]
+    if not parts:
+        raise ToolError(f"{filename!r} is not a file name")
+    clean = PurePosixPath(*parts)
+    if clean.name in RESERVED or parts[0] in RESERVED or parts[0] in RESERVED_DIRS or clean.name.startswith(TMP_PREFIX):
+        raise ToolError(f"{filename!r} is reserved for Pensieve and cannot be read or written by agents")
+    return clean
+
+
+def resolve_inside(root: Path, relative: PurePosixPath) -> Path:
+    """Resolve symlinks and refuse a result outside root (prefix-sharing siblings too)."""
+    real_root = root.resolve()
+    target = (root / relative).resolve()
+    if target != real_root and real_root not in target.parents:
+        raise ToolError(f"{relative}: resolves outside the project directory; refused")
+    return target
+
+
+@tool
+async def read_project_file(ctx: ToolContext, filename: str) -> str:
+    """Read a file from the current project directory (for example an earlier stage's artifact).
+
+    Args:
+        filename: Name of the file relative to the project directory, e.g. 'draft_v1.md'.
+    """
+    relative = check_relative_name(filename)
+    name = str(relative)
+    target = resolve_inside(ctx.project.dir, relative)
+    staged = staged_path(ctx, name)
+    if name == ctx.stage.writes and staged.is_file():
+        target = staged  # the agent's own work in progress
+    if not target.is_file():
+        existing = sorted(p.name for p in ctx.project.dir.glob("*.md"))
+        raise ToolError(f"file {name!r} does not exist; files here: {', '.join(existing) or 'none'}")
+    try:
+        text = target.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise ToolError(f"cannot read {name!r}: {exc.strerror}") from None
+    return wrap(name, cap(sanitize(text, collapse_whitespace=False), MAX_READ_CHARS))
+
+
+@tool
+async def write_project_file(ctx: ToolContext, filename: str, content: str) -> str:
+    """Write a file in the current project directory, replacing it if it exists.
+
+    Use it to write your stage's designated output file when your work is done. You may
+    also keep working notes under 'scratch/'. Other files cannot be written.
+
+    Args:
+        filename: Your output file (named in your instructions) or 'scratch/<name>'.
+        content: The complete file content, in markdown.
+    """
+    relative = check_relative_name(filename)
+    name = str(relative)
+    if len(content) > MAX_WRITE_CHARS:
+        raise ToolError(f"content is {len(content):,} characters; the limit is {MAX_WRITE_CHARS:,}")
+    if name == ctx.stage.writes:
+        target = staged_path(ctx, name)
+    elif relative.parts[0] == SCRATCH_DIR and len(relative.parts) > 1:
+        target = ctx.project.dir / relative
+    else:
+        raise ToolError(
+            f"{ctx.stage.name} may write only {ctx.stage.writes!r} or files under 'scratch/'; {name!r} refused"
+        )
+    resolve_inside(ctx.project.dir, relative)
+    try:
+        atomic_write_text(target, content)
+    except OSError as exc:
+        raise ToolError(f"cannot write {name!r}: {exc.strerror}") from None
+    return f"Wrote {name} ({len(content):,} characters)."

@@ -1,0 +1,103 @@
+"""Shared fixtures: a scratch PENSIEVE_HOME, a fake model on 127.0.0.1, and a CLI runner.
+
+No test reaches the internet or a real model: Pensieve is pointed at local servers
+through its ordinary configuration.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from pensieve.cli import app
+from tests.fakes.model_server import FakeModel
+
+# litellm must never fetch its price list from the network during tests.
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+
+MODEL_KEY = "sk-test-canary-model-key-5f1d2a"
+
+
+@dataclass
+class Invocation:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+@dataclass
+class Home:
+    path: Path
+    model: FakeModel
+    monkeypatch: pytest.MonkeyPatch
+
+    @property
+    def config_path(self) -> Path:
+        return self.path / "configs" / "pensieve.yaml"
+
+    def config(self) -> dict[str, Any]:
+        return yaml.safe_load(self.config_path.read_text()) or {}
+
+    def configure(self, **sections: dict[str, Any]) -> None:
+        data = self.config()
+        for name, values in sections.items():
+            data.setdefault(name, {}).update(values)
+        self.config_path.write_text(yaml.safe_dump(data))
+
+    def project_dir(self, project_id: str, workspace: str = "default") -> Path:
+        return self.path / "workspaces" / workspace / "projects" / project_id
+
+    def run(self, *args: str, input: str | bytes | None = None) -> Invocation:
+        result = CliRunner().invoke(app, list(args), input=input, catch_exceptions=False)
+        return Invocation(result.exit_code, result.stdout, result.stderr)
+
+    def new(self, brief: str = "How vector databases index embeddings", *extra: str) -> str:
+        result = self.run("new", brief, *extra)
+        assert result.exit_code == 0, result.stderr
+        return result.stdout.strip()
+
+
+@pytest.fixture
+def fake_model() -> Iterator[FakeModel]:
+    model = FakeModel().start()
+    yield model
+    model.stop()
+
+
+@pytest.fixture
+def home(tmp_path: Path, fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch) -> Home:
+    for var in (
+        "PENSIEVE_CONFIG",
+        "PENSIEVE_MODEL",
+        "PENSIEVE_API_BASE",
+        "SEARCH_API_KEY",
+        "PENSIEVE_SEARCH_PROVIDER",
+        "PENSIEVE_SEARCH_ENDPOINT",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PENSIEVE_HOME", str(tmp_path))
+    monkeypatch.setenv("OPENAI_API_KEY", MODEL_KEY)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "pensieve.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "llm": {
+                    "model": "openai/gpt-4o-mini",
+                    "api_base": fake_model.base_url,
+                    "retries": 2,
+                    "retry_max_wait_s": 0.05,
+                    "timeout_s": 20,
+                },
+                "topics": {"capture": False},
+            }
+        )
+    )
+    return Home(tmp_path, fake_model, monkeypatch)

@@ -1,0 +1,189 @@
+"""A scripted fake model speaking the OpenAI chat-completions wire format on 127.0.0.1.
+
+Pensieve reaches it through its normal configuration (`llm.model: openai/...`,
+`llm.api_base`), so every request goes through litellm and a real HTTP connection.
+Replies are queued per stage; the stage is read from the system prompt. Every request is
+recorded so tests can assert what each agent was sent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from pensieve.stages import BY_NAME
+
+_STAGE = re.compile(r"one stage \(`(\w+)`\)")
+
+
+def text(content: str) -> dict[str, Any]:
+    return {"text": content}
+
+
+def call(name: str, arguments: dict[str, Any] | str, call_id: str | None = None) -> dict[str, Any]:
+    """One tool call; `arguments` may be a raw string to send malformed JSON."""
+    return {"tool_calls": [{"name": name, "arguments": arguments, "id": call_id}]}
+
+
+def calls(*items: tuple[str, dict[str, Any] | str]) -> dict[str, Any]:
+    return {"tool_calls": [{"name": n, "arguments": a, "id": None} for n, a in items]}
+
+
+def error(status: int, body: str = "", headers: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"status": status, "body": body, "headers": headers or {}}
+
+
+def default_artifact(stage: str) -> str:
+    title = BY_NAME[stage].title if stage in BY_NAME else stage
+    return (
+        f"# {title} output\n\nThis is the {stage} artifact, written by the fake model. "
+        f"It cites [a source](https://example.org/{stage}).\n"
+    )
+
+
+@dataclass
+class Recorded:
+    stage: str
+    body: dict[str, Any]
+    started: float
+    finished: float = 0.0
+    status: int = 200
+
+    @property
+    def tool_names(self) -> list[str]:
+        return sorted(t["function"]["name"] for t in self.body.get("tools") or [])
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list(self.body.get("messages") or [])
+
+    @property
+    def last_tool_results(self) -> list[str]:
+        out = []
+        for message in reversed(self.messages):
+            if message.get("role") != "tool":
+                break
+            out.append(str(message.get("content")))
+        return list(reversed(out))
+
+
+@dataclass
+class FakeModel:
+    scripts: dict[str, deque[dict[str, Any]]] = field(default_factory=lambda: defaultdict(deque))
+    requests: list[Recorded] = field(default_factory=list)
+    delay_s: dict[str, float] = field(default_factory=dict)
+    usage: tuple[int, int] = (100, 20)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    server: ThreadingHTTPServer | None = None
+
+    def script(self, stage: str, *replies: dict[str, Any]) -> None:
+        self.scripts[stage].extend(replies)
+
+    def for_stage(self, stage: str) -> list[Recorded]:
+        return [r for r in self.requests if r.stage == stage and r.status == 200]
+
+    def count(self, stage: str) -> int:
+        return len(self.for_stage(stage))
+
+    @property
+    def base_url(self) -> str:
+        assert self.server is not None
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def _next(self, stage: str, body: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            queue = self.scripts.get(stage)
+            if queue:
+                return queue.popleft()
+        # Default behaviour: write the artifact with the tool, then say so.
+        last = (body.get("messages") or [{}])[-1]
+        offered = {t["function"]["name"] for t in body.get("tools") or []}
+        if last.get("role") != "tool" and "write_project_file" in offered and stage in BY_NAME:
+            return call("write_project_file", {"filename": BY_NAME[stage].writes, "content": default_artifact(stage)})
+        return text(f"{stage} done.")
+
+    def handle(self, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        system = next((m.get("content", "") for m in body.get("messages", []) if m.get("role") == "system"), "")
+        match = _STAGE.search(system or "")
+        stage = match.group(1) if match else "summary"
+        record = Recorded(stage, body, time.monotonic())
+        with self.lock:
+            self.requests.append(record)
+        reply = self._next(stage, body)
+        delay = reply.get("delay", self.delay_s.get(stage, 0.0))
+        if delay:
+            time.sleep(delay)
+        record.finished = time.monotonic()
+        if "status" in reply:
+            record.status = reply["status"]
+            payload = reply["body"] or json.dumps(
+                {"error": {"message": f"fake error {reply['status']}", "type": "fake", "code": reply["status"]}}
+            )
+            return reply["status"], reply["headers"], payload.encode()
+        message: dict[str, Any] = {"role": "assistant", "content": reply.get("text")}
+        if reply.get("tool_calls"):
+            message["tool_calls"] = [
+                {
+                    "id": c["id"] or f"call_{len(self.requests)}_{i}",
+                    "type": "function",
+                    "function": {
+                        "name": c["name"],
+                        "arguments": c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"]),
+                    },
+                }
+                for i, c in enumerate(reply["tool_calls"])
+            ]
+        prompt_tokens, completion_tokens = self.usage
+        response = {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "fake"),
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": "tool_calls" if reply.get("tool_calls") else "stop"}
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+        return 200, {}, json.dumps(response).encode()
+
+    def start(self) -> FakeModel:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                status, headers, payload = fake.handle(body)
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self.server:
+            self.server.shutdown()
+            self.server.server_close()
