@@ -185,7 +185,8 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise UsageError(f"{path}: the top level must be a mapping of sections (llm:, search:, ...)")
-    return data
+    # A section whose keys are all commented out parses as null: treat it as empty.
+    return {key: ({} if value is None else value) for key, value in data.items()}
 
 
 def _describe(error: ValidationError, source: str) -> str:

@@ -1,0 +1,99 @@
+"""The local tools as plain functions, their derived schemas, and prompt rendering."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pensieve import prompts
+from pensieve.config import Settings
+from pensieve.events import EventLog
+from pensieve.projects import new_project
+from pensieve.stages import BY_NAME, STAGES
+from pensieve.tools import catalog
+from pensieve.tools.projects import list_projects
+from pensieve.tools.registry import ToolContext
+from pensieve.tools.stats import text_stats
+from pensieve.workspace import Workspace
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "tool_schemas.json"
+
+
+def test_every_tool_schema_matches_the_snapshot() -> None:
+    """Schemas are derived from signatures and docstrings; a change must be deliberate.
+
+    Update with: PENSIEVE_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_tools.py
+    """
+    schemas = {name: tool.openai_schema() for name, tool in sorted(catalog().items())}
+    if os.environ.get("PENSIEVE_UPDATE_SNAPSHOTS"):
+        SNAPSHOT.write_text(json.dumps(schemas, indent=2, sort_keys=True) + "\n")
+    assert schemas == json.loads(SNAPSHOT.read_text())
+
+
+def test_schemas_have_descriptions_and_required_fields() -> None:
+    for name, tool in catalog().items():
+        function = tool.openai_schema()["function"]
+        assert function["description"], name
+        params = function["parameters"]
+        assert params["type"] == "object" and params["additionalProperties"] is False
+        for prop, spec in params["properties"].items():
+            assert spec.get("description"), (name, prop)
+    assert catalog()["write_project_file"].schema["required"] == ["filename", "content"]
+    assert catalog()["list_projects"].schema["properties"] == {}
+
+
+def ctx_for(tmp_path: Path, stage: str = "polisher") -> ToolContext:
+    workspace = Workspace(tmp_path, "default")
+    project = new_project(workspace, "A brief about tools", "tools")
+    return ToolContext(project, BY_NAME[stage], Settings(), EventLog(project.events_path), {})
+
+
+async def test_text_stats(tmp_path: Path) -> None:
+    ctx = ctx_for(tmp_path)
+    words = " ".join(["word"] * 400)
+    assert await text_stats.function(ctx, text=words) == {
+        "word_count": 400,
+        "char_count": len(words),
+        "reading_time_minutes": 2.0,
+    }
+    assert await text_stats.function(ctx, text="Two  words\n") == {
+        "word_count": 2,
+        "char_count": 11,
+        "reading_time_minutes": 0.01,
+    }
+    assert (await text_stats.function(ctx, text=""))["word_count"] == 0
+
+
+async def test_list_projects_omits_projects_without_brief_or_status(tmp_path: Path) -> None:
+    ctx = ctx_for(tmp_path, "consistency_checker")
+    workspace = ctx.project.workspace
+    new_project(workspace, "Second article\nwith detail", "second")
+    (workspace.projects_dir / "no-status").mkdir()
+    (workspace.projects_dir / "no-status" / "brief.md").write_text("orphan")
+    (workspace.projects_dir / "no-brief").mkdir()
+    (workspace.projects_dir / "no-brief" / "status.json").write_text(
+        (workspace.projects_dir / "second" / "status.json").read_text()
+    )
+    rows = await list_projects.function(ctx)
+    assert rows == [
+        {"id": "second", "brief": "Second article\nwith detail", "status": "pending"},
+        {"id": "tools", "brief": "A brief about tools", "status": "pending"},
+    ]
+
+
+def test_every_prompt_renders_and_a_missing_variable_raises(tmp_path: Path) -> None:
+    from pensieve.agent import AgentRun, system_prompt
+    from pensieve.progress import PlainReporter
+
+    base = ctx_for(tmp_path)
+    for stage in STAGES:
+        ctx = ToolContext(base.project, stage, Settings(), base.events, {})
+        run = AgentRun(ctx, [], {"web_search": "no provider"}, "openai/x", PlainReporter(), print, print)
+        rendered = system_prompt(run)
+        assert "{{" not in rendered and stage.writes in rendered and f"`{stage.name}`" in rendered
+        assert "web_search is not available in this run: no provider" in rendered
+    with pytest.raises(prompts.PromptError, match="nope"):
+        prompts.render("Hello {{nope}}", {})
