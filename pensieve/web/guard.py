@@ -75,8 +75,8 @@ def refusal(ip: IPAddress) -> str | None:
         (ip.is_link_local, "link-local"),
         (ip.is_multicast, "multicast"),
         (isinstance(ip, ipaddress.IPv4Address) and ip in ipaddress.ip_network("100.64.0.0/10"), "carrier-grade NAT"),
-        (ip.is_private, "private"),
         (ip.is_reserved, "reserved"),
+        (ip.is_private, "private"),
         (any(ip.version == net.version and ip in net for net in _EXTRA_BLOCKED), "reserved"),
         (not ip.is_global, "not a public address"),
     )
