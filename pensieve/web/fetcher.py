@@ -97,9 +97,9 @@ class Fetcher:
         current = url
         for _hop in range(self.max_redirects + 1):
             parts = split_url(current)
+            target = await resolve(parts, policy=self.policy)  # the guard speaks first
             if before_hop is not None:
                 await before_hop(current)
-            target = await resolve(parts, policy=self.policy)
             request = _pinned_request(self.client, current, target)
             try:
                 response = await self.client.send(request, stream=True)
