@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from typing import Any
 
@@ -139,5 +140,5 @@ async def test_one_request_per_second_across_concurrent_callers(web_home: Home, 
     assert all(r.startswith("<<<UNTRUSTED") for r in results)  # nobody saw a rate-limit error
     times = search_api.times()
     assert len(times) == 4
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     assert min(gaps) >= 0.9, gaps
