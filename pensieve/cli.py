@@ -1,6 +1,6 @@
 """The command line: parse, call one function, render. Nothing else lives here.
 
-Commands that need no model (`list`, `status`, `show`, `--help`) never import litellm or
+Commands that need no model (`list`, `status`, `show`, `sources`, `--help`) never import litellm or
 torch: the pipeline and the model seam are imported inside `run` only.
 """
 
@@ -15,6 +15,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from pensieve import __version__
 from pensieve.errors import PensieveError, UsageError
@@ -289,6 +290,41 @@ def show(
         return path.read_text(encoding="utf-8", errors="replace")
 
     sys.stdout.write(guarded(action))
+
+
+@app.command()
+def sources(
+    project_id: Annotated[str, typer.Argument(metavar="ID")],
+    workspace: WorkspaceOpt = "default",
+    as_json: JsonOpt = False,
+) -> None:
+    """List the web pages archived for a project (its sources/ directory), by source id.
+
+    Example: pensieve sources btrees --json
+    """
+
+    def action() -> tuple[Any, list[Any]]:
+        from pensieve.sources import list_sources
+
+        project = _workspace(workspace).existing_project(project_id)
+        return project, list_sources(project.dir)
+
+    project, found = guarded(action)
+    if as_json:
+        from dataclasses import asdict
+
+        print_json([asdict(s) for s in found])
+        return
+    if not found:
+        err.print(f"{project.id} has no sources yet; the researcher archives every page it fetches", markup=False)
+        return
+    table = Table(box=None, pad_edge=False)
+    for column in ("id", "fetched", "size", "title", "url"):
+        table.add_column(column, overflow="fold" if column in ("title", "url") else "ellipsis")
+    for s in found:
+        # Titles come from web pages: Text() keeps rich from reading "[...]" in them as markup.
+        table.add_row(s.id, s.fetched_at[:19].replace("T", " "), f"{s.size:,}", Text(s.title or "-"), Text(s.final_url))
+    out.print(table)
 
 
 @app.command()

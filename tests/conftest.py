@@ -22,6 +22,8 @@ from tests.fakes.model_server import FakeModel
 # litellm must never fetch its price list from the network during tests.
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
+pytest_plugins = ("tests.web_fixtures",)
+
 MODEL_KEY = "sk-test-canary-model-key-5f1d2a"
 
 

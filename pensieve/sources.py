@@ -1,0 +1,198 @@
+"""The source archive: every page a fetch returned, kept in the project under `sources/`.
+
+One markdown file per URL (`sources/S1.md`, `S2.md`, ... numbered in order of first
+archiving, and an id never changes) with front matter (id, url, final_url, title,
+fetched_at, sha256 and size of the fetched body, content_type) and the extracted text;
+the body as fetched beside it under `sources/raw/`; and an index (`index.json` for code,
+`index.md` for people and agents). Later stages cite these ids, and citation checks
+verify quotes against these files.
+
+Writes are atomic and made by code, never by an agent. Within one run all writes happen
+on one event loop without an await in between, and a project has one run at a time (the
+run lock), so id assignment needs no further locking.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from pensieve.workspace import atomic_write_bytes, atomic_write_text
+
+SOURCES_DIR = "sources"
+RAW_DIR = "raw"
+INDEX_JSON = "index.json"
+INDEX_MD = "index.md"
+_ID = re.compile(r"^S(\d+)$")
+_RAW_SUFFIX = {"text/html": ".html", "application/xhtml+xml": ".xhtml", "text/plain": ".txt"}
+
+
+def normalize_url(url: str) -> str:
+    """The archive key: scheme and host lower-cased, default port and fragment dropped."""
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host if port is None or port == {"http": 80, "https": 443}.get(scheme) else f"{host}:{port}"
+    return urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
+
+
+@dataclass(frozen=True)
+class Source:
+    id: str
+    url: str
+    final_url: str
+    title: str
+    fetched_at: str
+    sha256: str
+    size: int
+    content_type: str
+    file: str  # relative to the project directory, e.g. "sources/S1.md"
+    raw_file: str
+
+    @property
+    def number(self) -> int:
+        match = _ID.match(self.id)
+        return int(match.group(1)) if match else 0
+
+
+def _front_matter(values: dict[str, Any]) -> str:
+    import yaml
+
+    return "---\n" + yaml.safe_dump(values, sort_keys=False, allow_unicode=True, width=1_000_000) + "---\n\n"
+
+
+def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
+    import yaml
+
+    if not text.startswith("---\n"):
+        return {}, text
+    end = text.find("\n---\n", 4)
+    if end < 0:
+        return {}, text
+    data = yaml.safe_load(text[4:end]) or {}
+    return (data if isinstance(data, dict) else {}), text[end + 5 :].lstrip("\n")
+
+
+class SourceArchive:
+    def __init__(self, project_dir: Path) -> None:
+        self.project_dir = project_dir
+        self.dir = project_dir / SOURCES_DIR
+
+    # -- reading ------------------------------------------------------------------------
+    def entries(self) -> list[Source]:
+        """Every archived source, in id order; rebuilt from the files if the index is lost."""
+        index = self.dir / INDEX_JSON
+        if index.is_file():
+            try:
+                data = json.loads(index.read_text(encoding="utf-8"))
+                return sorted((Source(**item) for item in data["sources"]), key=lambda s: s.number)
+            except (ValueError, KeyError, TypeError):
+                pass  # damaged by hand: fall back to the files, which carry the same fields
+        return self._scan()
+
+    def _scan(self) -> list[Source]:
+        found: list[Source] = []
+        if not self.dir.is_dir():
+            return found
+        for path in self.dir.glob("S*.md"):
+            if not _ID.match(path.stem):
+                continue
+            meta, _ = split_front_matter(path.read_text(encoding="utf-8", errors="replace"))
+            try:
+                size = int(meta.get("size") or 0)
+            except (TypeError, ValueError):
+                size = 0
+            found.append(
+                Source(
+                    id=path.stem,
+                    url=str(meta.get("url") or ""),
+                    final_url=str(meta.get("final_url") or meta.get("url") or ""),
+                    title=str(meta.get("title") or ""),
+                    fetched_at=str(meta.get("fetched_at") or ""),
+                    sha256=str(meta.get("sha256") or ""),
+                    size=size,
+                    content_type=str(meta.get("content_type") or ""),
+                    file=f"{SOURCES_DIR}/{path.name}",
+                    raw_file=str(meta.get("raw_file") or ""),
+                )
+            )
+        return sorted(found, key=lambda s: s.number)
+
+    def find(self, url: str) -> Source | None:
+        key = normalize_url(url)
+        for source in self.entries():
+            if key in (normalize_url(source.url), normalize_url(source.final_url)):
+                return source
+        return None
+
+    def text(self, source: Source) -> str:
+        raw = (self.project_dir / source.file).read_text(encoding="utf-8", errors="replace")
+        return split_front_matter(raw)[1]
+
+    def raw(self, source: Source) -> bytes | None:
+        path = self.project_dir / source.raw_file if source.raw_file else None
+        return path.read_bytes() if path is not None and path.is_file() else None
+
+    # -- writing --------------------------------------------------------------------------
+    def add(
+        self, *, url: str, final_url: str, title: str, content_type: str, body: bytes, text: str
+    ) -> tuple[Source, bool]:
+        """Archive a fetch; a URL already archived keeps its id. Returns (source, is_new)."""
+        entries = self.entries()
+        existing = self.find(url)
+        next_id = f"S{max((s.number for s in entries), default=0) + 1}"
+        source_id = existing.id if existing is not None else next_id
+        raw_file = f"{SOURCES_DIR}/{RAW_DIR}/{source_id}{_RAW_SUFFIX.get(content_type, '.bin')}"
+        source = Source(
+            id=source_id,
+            url=url,
+            final_url=final_url,
+            title=title,
+            fetched_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            sha256=hashlib.sha256(body).hexdigest(),
+            size=len(body),
+            content_type=content_type,
+            file=f"{SOURCES_DIR}/{source_id}.md",
+            raw_file=raw_file,
+        )
+        atomic_write_bytes(self.project_dir / raw_file, body)
+        meta = {k: v for k, v in asdict(source).items() if k != "file"}
+        atomic_write_text(self.project_dir / source.file, _front_matter(meta) + text.strip() + "\n")
+        # The index is written last: a crash before it leaves files the next add overwrites.
+        others = [s for s in entries if s.id != source_id]
+        self._write_index(sorted([*others, source], key=lambda s: s.number))
+        return source, existing is None
+
+    def _write_index(self, sources: list[Source]) -> None:
+        atomic_write_text(
+            self.dir / INDEX_JSON,
+            json.dumps({"sources": [asdict(s) for s in sources]}, indent=1, ensure_ascii=False) + "\n",
+        )
+        lines = [
+            "# Sources",
+            "",
+            "Pages fetched for this project, archived by Pensieve. Cite them by id.",
+            "",
+            "| id | title | url | fetched |",
+            "|---|---|---|---|",
+        ]
+        for s in sources:
+            title = (s.title or "(untitled)").replace("|", "\\|")
+            lines.append(f"| {s.id} | {title} | {s.final_url.replace('|', '%7C')} | {s.fetched_at[:10]} |")
+        atomic_write_text(self.dir / INDEX_MD, "\n".join(lines) + "\n")
+
+
+def list_sources(project_dir: Path) -> list[Source]:
+    return SourceArchive(project_dir).entries()

@@ -1,0 +1,83 @@
+"""Fixtures for the web tools: the fake website, the fake search APIs, and a ToolContext
+for calling a tool directly (the same object the pipeline builds for a stage)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+
+import pytest
+
+from pensieve.config import load_settings
+from pensieve.events import EventLog
+from pensieve.stages import BY_NAME
+from pensieve.tools.registry import ToolContext
+from pensieve.workspace import open_workspace
+from tests.conftest import Home
+from tests.fakes.search_server import FakeSearch
+from tests.fakes.web_site import FakeSite
+
+SEARCH_KEY = "srch-canary-7c1e9b04d2f3a6"
+
+
+@pytest.fixture
+def site() -> Iterator[FakeSite]:
+    fake = FakeSite().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def search_api(site: FakeSite) -> Iterator[FakeSearch]:
+    fake = FakeSearch(
+        key=SEARCH_KEY,
+        results=[
+            ("How HNSW works", site.url("/article"), "HNSW builds a layered proximity graph."),
+            ("Product quantisation explained", site.url("/second"), "Product quantisation splits vectors."),
+            ("Blocked page", site.url("/private/secret"), "Robots.txt disallows this page."),
+        ],
+    ).start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def web_home(home: Home, site: FakeSite, search_api: FakeSearch) -> Home:
+    """A home whose search goes to the fake APIs and whose fetches may reach 127.0.0.1."""
+    home.monkeypatch.setenv("SEARCH_API_KEY", SEARCH_KEY)
+    home.configure(
+        search={"provider": "tavily", "endpoint": search_api.base_url, "min_interval_s": 0.0, "timeout_s": 2},
+        fetch={"allow_private_hosts": True, "timeout_s": 3},
+    )
+    return home
+
+
+@contextlib.asynccontextmanager
+async def tool_context(
+    home: Home,
+    project_id: str,
+    stage: str = "researcher",
+    *,
+    force: bool = False,
+    summarize: Callable[[str, str], Awaitable[str]] | None = None,
+) -> AsyncIterator[ToolContext]:
+    """The context a stage's tools get in a run, for calling a tool directly."""
+    project = open_workspace(home.path, "default").existing_project(project_id)
+    ctx = ToolContext(
+        project=project,
+        stage=BY_NAME[stage],
+        settings=load_settings(),
+        events=EventLog(project.events_path),
+        environ=dict(os.environ),
+        force=force,
+        summarize=summarize,
+        run_state={},
+    )
+    try:
+        yield ctx
+    finally:
+        for value in ctx.run_state.values():
+            close = getattr(value, "aclose", None)
+            if close is not None:
+                await close()
