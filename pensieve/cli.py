@@ -313,6 +313,43 @@ def repair(
     err.print(guarded(action), markup=False)
 
 
+@app.command()
+def check(
+    project_id: Annotated[str, typer.Argument(metavar="ID")],
+    workspace: WorkspaceOpt = "default",
+    as_json: JsonOpt = False,
+) -> None:
+    """Verify citations without a model: ids exist in the source archive, quotes appear in their
+    sources, reference lists match; reports the share of cited paragraphs. Exit 1 on problems."""
+
+    def action() -> Any:
+        from pensieve.citations.hooks import check_project
+        from pensieve.config import load_settings
+
+        project = _workspace(workspace).existing_project(project_id)
+        return check_project(project, load_settings())
+
+    report = guarded(action)
+    if as_json:
+        print_json(report.to_json())
+    else:
+        out.print(
+            f"{report.sources} archived sources, {report.citations_checked} citations and quotes checked", markup=False
+        )
+        for name, figures in report.files.items():
+            share = f"{figures.cited_share:.0%}" if figures.cited_share is not None else "-"
+            out.print(
+                f"{name}: {figures.citations} citations, {figures.cited_paragraphs}/{figures.paragraphs} "
+                f"paragraphs cited ({share})",
+                markup=False,
+            )
+        for problem in report.problems:
+            out.print(f"problem: {problem}", markup=False)
+        out.print("ok: every citation checks out" if report.ok else f"{len(report.problems)} problem(s)", markup=False)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
 def version_callback(value: bool) -> None:
     if value:
         out.print(f"pensieve {__version__}", markup=False)
