@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -28,7 +27,8 @@ from pensieve.citations import hooks as citation_hooks
 from pensieve.config import Settings
 from pensieve.errors import UsageError
 from pensieve.events import EventLog
-from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES, Stage
+from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES, Stage, downstream_of
+from pensieve.staleness import input_hashes, sha256_of
 from pensieve.status import Status, load_status, now_iso, save_status
 from pensieve.tools import offered_tools
 from pensieve.tools.registry import ToolContext
@@ -47,6 +47,7 @@ class RunOptions:
     until: str | None = None
     force: bool = False
     model: str | None = None
+    from_stage: str | None = None
 
 
 @dataclass
@@ -64,7 +65,8 @@ def select_stages(status: Status, options: RunOptions) -> list[str]:
         names = names[: names.index(options.until) + 1]
     if options.force:
         return names
-    return [name for name in names if status.stages[name].status != "complete"]
+    again = set(downstream_of(options.from_stage)) if options.from_stage else set()
+    return [name for name in names if status.stages[name].status != "complete" or name in again]
 
 
 def _missing_inputs(project: Project, stage: Stage) -> list[str]:
@@ -98,10 +100,6 @@ def preflight(project: Project, settings: Settings, options: RunOptions, environ
         if problem:
             raise UsageError(problem)
     return selected
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 class Runner:
@@ -158,7 +156,7 @@ class Runner:
         staged = self.project.staging_dir / stage.name / stage.writes
         target = self.project.file(stage.writes)
         if staged.is_file():
-            if target.is_file() and _sha256(target) != marker["sha256"]:
+            if target.is_file() and sha256_of(target) != marker["sha256"]:
                 self._keep_history(stage, target)
             atomic_move(staged, target)
         entry = self.status.stages[stage.name]
@@ -194,6 +192,7 @@ class Runner:
         entry.status, entry.started_at, entry.finished_at, entry.error = "running", now_iso(), None, None
         entry.attempts += 1
         entry.model = model
+        entry.inputs = input_hashes(self.project, stage)
         self.status.current_stage = stage.name
         self.save()
         self.reporter.stage_started(stage.name, model)
@@ -263,7 +262,7 @@ class Runner:
             rewritten = citation_hooks.transform_artifact(self.project, stage.name, text)
             if rewritten != text:
                 atomic_write_text(staged, rewritten)
-            marker = {"artifact": stage.writes, "sha256": _sha256(staged), "finished_at": now_iso()}
+            marker = {"artifact": stage.writes, "sha256": sha256_of(staged), "finished_at": now_iso()}
             atomic_write_text(staging / COMMIT_MARKER, json.dumps(marker))
             self._finish_commit(stage, marker)
         except StageFailed as exc:

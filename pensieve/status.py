@@ -76,6 +76,8 @@ class StageStatus(BaseModel):
     tool_calls: dict[str, int] = Field(default_factory=dict)
     artifact: str | None = None
     artifact_sha256: str | None = None
+    # sha256 of each input file when the stage last started: a later edit makes it stale.
+    inputs: dict[str, str] = Field(default_factory=dict)
 
     @property
     def duration_s(self) -> float | None:
