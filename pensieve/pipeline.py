@@ -171,8 +171,7 @@ class Runner:
     def _keep_history(self, stage: Stage, target: Path) -> None:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         kept = self.project.dir / HISTORY_DIR / f"{target.stem}.{stamp}{target.suffix}"
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(target, kept)
+        atomic_write_bytes(kept, target.read_bytes())
 
     # -- one stage ------------------------------------------------------------------------
     def _record_usage(self, stage: str) -> Callable[[llm.LLMReply], None]:
