@@ -32,7 +32,7 @@ from pensieve.staleness import input_hashes, sha256_of
 from pensieve.status import Status, load_status, now_iso, save_status
 from pensieve.tools import offered_tools
 from pensieve.tools.registry import ToolContext
-from pensieve.workspace import HISTORY_DIR, Project, atomic_move, atomic_write_text
+from pensieve.workspace import HISTORY_DIR, Project, atomic_move, atomic_write_bytes, atomic_write_text
 
 COMMIT_MARKER = "COMMIT.json"
 
