@@ -119,6 +119,9 @@ def run(
     workspace: WorkspaceOpt = "default",
     stage: Annotated[str | None, typer.Option("--stage", help="Run just this stage again.")] = None,
     until: Annotated[str | None, typer.Option("--until", help="Stop after this stage (project left paused).")] = None,
+    from_stage: Annotated[
+        str | None, typer.Option("--from", help="Run this stage and every later one again (after editing a file).")
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Re-run stages even if complete.")] = False,
     model: Annotated[str | None, typer.Option("--model", help="Model for this run (any litellm model string).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Plain line log instead of the live table.")] = False,
@@ -131,18 +134,21 @@ def run(
     def prepare() -> tuple[Any, Any, Any]:
         from pensieve.config import load_settings
         from pensieve.pipeline import RunOptions
-        from pensieve.stages import get_stage
+        from pensieve.stages import STAGE_NAMES, get_stage
 
-        for name in (stage, until):
+        for name in (stage, until, from_stage):
             if name is not None:
                 get_stage(name)
-        if stage and until:
-            raise UsageError("--stage runs one stage; it cannot be combined with --until")
+        if stage and (until or from_stage):
+            raise UsageError("--stage runs one stage; it cannot be combined with --until or --from")
+        if until and from_stage and STAGE_NAMES.index(from_stage) > STAGE_NAMES.index(until):
+            raise UsageError(f"--from {from_stage} comes after --until {until}; nothing would run")
         if model is not None and not model.strip():
             raise UsageError("--model is empty; give a litellm model string such as openai/gpt-4o-mini")
         settings = load_settings()
         project = _workspace(workspace).existing_project(project_id)
-        return project, settings, RunOptions(stage=stage, until=until, force=force, model=model)
+        options = RunOptions(stage=stage, until=until, force=force, model=model, from_stage=from_stage)
+        return project, settings, options
 
     project, settings, options = guarded(prepare)
     from pensieve.pipeline import run_project
@@ -168,6 +174,7 @@ def run(
         err.print(f"complete: {project.dir / 'final.md'} ({usage.total_tokens:,} tokens in all{cost})", markup=False)
     else:
         err.print(f"paused before {final.current_stage}: `pensieve run {project.id}` continues", markup=False)
+    _print_stale(project, final)
 
 
 @app.command("list")
@@ -262,6 +269,18 @@ def status(
     )
     for problem in doc.problems:
         out.print(f"problem: {problem}", markup=False)
+    _print_stale(project, doc)
+
+
+def _print_stale(project: Any, doc: Any) -> None:
+    from pensieve.staleness import stale_stages
+
+    for name, changed in stale_stages(project, doc).items():
+        err.print(
+            f"note: {', '.join(changed)} changed since {name} ran; `pensieve run {project.id} --from {name}` "
+            "runs it and the stages after it again",
+            markup=False,
+        )
 
 
 @app.command()
@@ -347,6 +366,43 @@ def repair(
         return f"rebuilt {project.status_path}: {done} of {len(doc.stages)} stages complete"
 
     err.print(guarded(action), markup=False)
+
+
+@app.command()
+def check(
+    project_id: Annotated[str, typer.Argument(metavar="ID")],
+    workspace: WorkspaceOpt = "default",
+    as_json: JsonOpt = False,
+) -> None:
+    """Verify citations without a model: ids exist in the source archive, quotes appear in their
+    sources, reference lists match; reports the share of cited paragraphs. Exit 1 on problems."""
+
+    def action() -> Any:
+        from pensieve.citations.hooks import check_project
+        from pensieve.config import load_settings
+
+        project = _workspace(workspace).existing_project(project_id)
+        return check_project(project, load_settings())
+
+    report = guarded(action)
+    if as_json:
+        print_json(report.to_json())
+    else:
+        out.print(
+            f"{report.sources} archived sources, {report.citations_checked} citations and quotes checked", markup=False
+        )
+        for name, figures in report.files.items():
+            share = f"{figures.cited_share:.0%}" if figures.cited_share is not None else "-"
+            out.print(
+                f"{name}: {figures.citations} citations, {figures.cited_paragraphs}/{figures.paragraphs} "
+                f"paragraphs cited ({share})",
+                markup=False,
+            )
+        for problem in report.problems:
+            out.print(f"problem: {problem}", markup=False)
+        out.print("ok: every citation checks out" if report.ok else f"{len(report.problems)} problem(s)", markup=False)
+    if not report.ok:
+        raise typer.Exit(1)
 
 
 def version_callback(value: bool) -> None:

@@ -76,7 +76,7 @@ class LiveReporter:
     def _render(self) -> Table:
         table = Table(title=f"pensieve run - {time.monotonic() - self.started:.0f}s", expand=False)
         for column in ("stage", "state", "time", "model calls", "tokens", "last tool call"):
-            table.add_column(column)
+            table.add_column(column, no_wrap=True, overflow="ellipsis")
         for stage, row in self.rows.items():
             elapsed = (row.ended or time.monotonic()) - row.started
             style = {"complete": "green", "error": "red", "interrupted": "yellow"}.get(row.state, "cyan")

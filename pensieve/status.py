@@ -11,7 +11,7 @@ import json
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -76,6 +76,8 @@ class StageStatus(BaseModel):
     tool_calls: dict[str, int] = Field(default_factory=dict)
     artifact: str | None = None
     artifact_sha256: str | None = None
+    # sha256 of each input file when the stage last started: a later edit makes it stale.
+    inputs: dict[str, str] = Field(default_factory=dict)
 
     @property
     def duration_s(self) -> float | None:
@@ -97,7 +99,9 @@ class Status(BaseModel):
     # Counted across every run and never reset, so budgets survive a resume.
     usage: Usage = Field(default_factory=Usage)
     error: str | None = None
+    # The latest citation check: figures and problems (see pensieve.citations.check).
     problems: list[str] = Field(default_factory=list)
+    check: dict[str, Any] | None = None
 
     @classmethod
     def new(cls, project_id: str, workspace: str) -> Status:

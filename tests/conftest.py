@@ -99,6 +99,8 @@ def home(tmp_path: Path, fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch)
                     "timeout_s": 20,
                 },
                 "topics": {"capture": False},
+                # The default fake artifacts cite nothing; citation tests set their own bar.
+                "check": {"min_cited_paragraph_share": 0.0},
             }
         )
     )

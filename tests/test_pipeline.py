@@ -269,3 +269,28 @@ def test_concurrent_tool_calls_in_one_turn(home: Home) -> None:
     assert (
         "refiner artifact" in results[0] and "researcher artifact" in results[1] and "outliner artifact" in results[2]
     )
+
+
+def test_hand_edit_marks_later_stages_stale_and_from_reruns_them(home: Home) -> None:
+    pid = home.new()
+    assert home.run("run", pid).exit_code == 0
+    project = home.project_dir(pid)
+    (project / "outline.md").write_text("# My own outline\n\n1. A better order\n")
+    shown = home.run("status", pid)
+    assert "outline.md changed since drafter ran" in shown.stderr
+    assert f"pensieve run {pid} --from drafter" in shown.stderr
+    rerun = home.run("run", pid, "--from", "drafter")
+    assert rerun.exit_code == 0, rerun.stderr
+    assert home.model.count("outliner") == 2  # upstream untouched
+    assert home.model.count("drafter") == 4 and home.model.count("consistency_checker") == 4
+    assert "changed since" not in home.run("status", pid).stderr
+    assert (project / "outline.md").read_text() == "# My own outline\n\n1. A better order\n"
+    assert len(list((project / "history").glob("draft_v1.*.md"))) == 0  # same content: nothing to keep
+
+
+def test_from_and_stage_cannot_be_combined(home: Home) -> None:
+    pid = home.new()
+    result = home.run("run", pid, "--stage", "drafter", "--from", "outliner")
+    assert result.exit_code == 2 and "--stage runs one stage" in result.stderr
+    result = home.run("run", pid, "--from", "polisher", "--until", "drafter")
+    assert result.exit_code == 2 and "nothing would run" in result.stderr

@@ -43,7 +43,7 @@ def default_artifact(stage: str) -> str:
     title = BY_NAME[stage].title if stage in BY_NAME else stage
     return (
         f"# {title} output\n\nThis is the {stage} artifact, written by the fake model. "
-        f"It cites [a source](https://example.org/{stage}).\n"
+        "It stands in for the real thing in tests.\n"
     )
 
 

@@ -1,0 +1,257 @@
+"""The citation check, in code: every citation resolves to a page Pensieve actually fetched.
+
+Checks, without a model:
+- every citation id in a text exists in the project's source archive, and every bare URL
+  outside the reference list is one that was fetched;
+- every quoted evidence span in fact_check.md appears in the cited source's archived text
+  (after normalising whitespace, quotes and case);
+- the reference list matches the citations used: no orphan, no missing entry, no duplicate;
+- the share of prose paragraphs that carry at least one citation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pensieve.citations.sources import Source
+from pensieve.citations.text import (
+    CITE_GROUP,
+    NUMBER_GROUP,
+    SOURCE_ID,
+    bare_urls,
+    cited_ids,
+    normalize,
+    paragraphs,
+    parse_fact_table,
+    quoted_spans,
+    split_notes,
+    split_references,
+)
+
+# The artifacts that cite sources, in pipeline order; final.md is numbered for the reader.
+CITING_FILES = ("research_notes.md", "draft_v1.md", "draft_v2.md", "final.md")
+UNSUPPORTED = ("contradicted", "not found", "uncited")
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    kind: str  # unknown_citation | unfetched_url | quote_not_in_source | missing_reference |
+    #            orphan_reference | duplicate_reference | reference_mismatch | low_citation_share |
+    #            unaddressed_claim
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.kind}: {self.detail}"
+
+
+@dataclass
+class FileFigures:
+    citations: int = 0
+    paragraphs: int = 0
+    cited_paragraphs: int = 0
+
+    @property
+    def cited_share(self) -> float | None:
+        return round(self.cited_paragraphs / self.paragraphs, 3) if self.paragraphs else None
+
+
+@dataclass
+class CheckReport:
+    sources: int
+    files: dict[str, FileFigures] = field(default_factory=dict)
+    quotes_checked: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def citations_checked(self) -> int:
+        return sum(f.citations for f in self.files.values()) + self.quotes_checked
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "sources": self.sources,
+            "citations_checked": self.citations_checked,
+            "quotes_checked": self.quotes_checked,
+            "files": {
+                name: {**asdict(figures), "cited_paragraph_share": figures.cited_share}
+                for name, figures in self.files.items()
+            },
+            "problems": [asdict(p) for p in self.problems],
+        }
+
+
+def _url_key(url: str) -> str:
+    return url.strip().rstrip("/").lower()
+
+
+def _known_urls(sources: dict[str, Source]) -> set[str]:
+    return {_url_key(u) for s in sources.values() for u in (s.url, s.final_url) if u}
+
+
+_REF_LINE = re.compile(r"^\s*(?:[-*]|\d+[.)])?\s*\[?(S\d+|\d+)\]?[.:)]?\s+(.*)$")
+
+
+def _reference_entries(section: str) -> list[tuple[str, str]]:
+    """(label, rest of line) for each entry of a reference list; label is 'S3' or '3'."""
+    entries = []
+    for line in section.splitlines()[1:]:
+        if not line.strip():
+            continue
+        match = _REF_LINE.match(line)
+        if match:
+            entries.append((match.group(1), match.group(2)))
+        elif line.strip().startswith(("-", "*")) or line.strip()[:1].isdigit():
+            entries.append(("?", line.strip()))
+    return entries
+
+
+def check_text(name: str, text: str, sources: dict[str, Source], min_share: float, report: CheckReport) -> None:
+    article, _notes = split_notes(text)
+    body, references = split_references(article)
+    figures = FileFigures()
+    known_urls = _known_urls(sources)
+    numbered = name == "final.md"
+
+    ids = cited_ids(body)
+    figures.citations = len(ids)
+    for sid in ids:
+        if sid not in sources:
+            report.problems.append(Problem(name, "unknown_citation", f"[{sid}] is not in the source archive"))
+    for url in bare_urls(body):
+        if _url_key(url) not in known_urls:
+            report.problems.append(Problem(name, "unfetched_url", f"{url} was never fetched"))
+
+    if references is not None:
+        entries = _reference_entries(references)
+        labels = [label for label, _ in entries]
+        for label in sorted({lbl for lbl in labels if labels.count(lbl) > 1}):
+            report.problems.append(Problem(name, "duplicate_reference", f"[{label}] is listed more than once"))
+        urls = [u for _, rest in entries for u in bare_urls(rest)]
+        for url in sorted({u for u in urls if urls.count(u) > 1}):
+            report.problems.append(Problem(name, "duplicate_reference", f"{url} is listed more than once"))
+        for label, rest in entries:
+            for url in bare_urls(rest):
+                if _url_key(url) not in known_urls:
+                    report.problems.append(Problem(name, "unfetched_url", f"reference {url} was never fetched"))
+            source = sources.get(label)
+            if (
+                source is not None
+                and bare_urls(rest)
+                and not any(
+                    _url_key(u) in {_url_key(source.url), _url_key(source.final_url or "")} for u in bare_urls(rest)
+                )
+            ):
+                report.problems.append(
+                    Problem(name, "reference_mismatch", f"[{label}] is listed with a URL that is not its source's")
+                )
+        if numbered:
+            used = {n for g in NUMBER_GROUP.finditer(body) for n in re.findall(r"\d+", g.group(1))}
+            figures.citations += len(used)
+        else:
+            used = {sid for sid in ids if sid in sources}  # unknown ids are reported above
+        listed = set(labels) - {"?"}
+        for label in sorted(used - listed, key=_sort_key):
+            report.problems.append(
+                Problem(name, "missing_reference", f"[{label}] is cited but not in the reference list")
+            )
+        # Research notes list every archived source, cited in the notes or not.
+        orphans = set() if name == "research_notes.md" else listed - used
+        for label in sorted(orphans, key=_sort_key):
+            report.problems.append(Problem(name, "orphan_reference", f"[{label}] is listed but never cited"))
+    elif (ids or (numbered and NUMBER_GROUP.search(body))) and name != "research_notes.md":
+        report.problems.append(Problem(name, "missing_reference", "citations are used but there is no reference list"))
+
+    if name != "research_notes.md":
+        prose = paragraphs(body)
+        figures.paragraphs = len(prose)
+        pattern = NUMBER_GROUP if numbered else CITE_GROUP
+        figures.cited_paragraphs = sum(1 for p in prose if pattern.search(p) or CITE_GROUP.search(p))
+        share = figures.cited_share
+        if share is not None and share < min_share:
+            report.problems.append(
+                Problem(
+                    name,
+                    "low_citation_share",
+                    f"{figures.cited_paragraphs} of {figures.paragraphs} paragraphs cite a source "
+                    f"({share:.0%}; check.min_cited_paragraph_share is {min_share:.0%})",
+                )
+            )
+    report.files[name] = figures
+
+
+def _sort_key(label: str) -> tuple[int, str]:
+    digits = re.sub(r"\D", "", label)
+    return (int(digits) if digits else 0, label)
+
+
+def check_fact_table(text: str, sources: dict[str, Source], report: CheckReport) -> list[str]:
+    """Verify each evidence quotation against its source; returns the unsupported claim numbers."""
+    unsupported = []
+    rows = parse_fact_table(text)
+    for row in rows:
+        if row.verdict in UNSUPPORTED:
+            unsupported.append(row.number)
+        ids = row.evidence_ids or row.cited
+        spans = quoted_spans(row.evidence)
+        for sid in set(row.cited + row.evidence_ids):
+            if sid not in sources:
+                report.problems.append(
+                    Problem("fact_check.md", "unknown_citation", f"claim {row.number}: [{sid}] is not in the archive")
+                )
+        if not spans or row.verdict == "uncited":
+            continue
+        for span in spans:
+            report.quotes_checked += 1
+            wanted = normalize(span)
+            found = any(sid in sources and wanted in normalize(sources[sid].text) for sid in ids)
+            if not found:
+                where = ", ".join(ids) or "no source id"
+                report.problems.append(
+                    Problem(
+                        "fact_check.md",
+                        "quote_not_in_source",
+                        f'claim {row.number}: "{span[:80]}" does not appear in {where}',
+                    )
+                )
+    return unsupported
+
+
+def check_revision_notes(draft_v2: str, unsupported: list[str], report: CheckReport) -> None:
+    """The Reviser must say what it did about every claim that was not supported."""
+    _article, notes = split_notes(draft_v2)
+    notes = notes or ""
+    for number in unsupported:
+        if not re.search(rf"(claim\s*#?\s*{re.escape(number)}\b|#\s*{re.escape(number)}\b)", notes, re.I):
+            report.problems.append(
+                Problem(
+                    "draft_v2.md", "unaddressed_claim", f"revision notes do not say what was done about claim {number}"
+                )
+            )
+
+
+def run_check(
+    texts: dict[str, str], sources: dict[str, Source], min_share: float, upto: str | None = None
+) -> CheckReport:
+    """Check the given artifacts (name -> text). `upto` limits the check to files a stage has produced."""
+    report = CheckReport(sources=len(sources))
+    order = list(CITING_FILES)
+    if upto is not None:
+        order = order[: order.index(upto) + 1]
+    for name in order:
+        if name in texts:
+            check_text(name, texts[name], sources, min_share if name != "research_notes.md" else 0.0, report)
+    if "fact_check.md" in texts and (upto is None or upto in ("draft_v2.md", "final.md")):
+        unsupported = check_fact_table(texts["fact_check.md"], sources, report)
+        if "draft_v2.md" in texts:
+            check_revision_notes(texts["draft_v2.md"], unsupported, report)
+    return report
+
+
+__all__ = ["SOURCE_ID", "CheckReport", "Problem", "run_check"]

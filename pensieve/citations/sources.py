@@ -1,0 +1,30 @@
+"""The archive as the citation check sees it: id -> (url, title, archived text)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Source:
+    id: str
+    url: str
+    final_url: str
+    title: str
+    fetched_at: str
+    text: str
+
+
+def load_sources(project_dir: Path) -> dict[str, Source]:
+    from pensieve.sources import SourceArchive
+
+    archive = SourceArchive(project_dir)
+    loaded = {}
+    for entry in archive.entries():
+        try:
+            text = archive.text(entry)
+        except OSError:
+            text = ""  # a source file removed by hand: its quotes will not be found
+        loaded[entry.id] = Source(entry.id, entry.url, entry.final_url, entry.title, entry.fetched_at, text)
+    return loaded
