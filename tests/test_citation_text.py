@@ -8,10 +8,22 @@ from pensieve.citations.sources import Source
 from pensieve.citations.text import cited_ids, normalize, parse_fact_table, quoted_spans, split_references
 
 SOURCES = {
-    "S1": Source("S1", "https://a.example/one", "https://a.example/one", "First page", "2026-11-20T10:00:00Z",
-                 "B-trees keep   data sorted and allow searches in logarithmic time."),
-    "S2": Source("S2", "https://b.example/two", "https://b.example/2", "Second [page]", "2026-11-21T10:00:00Z",
-                 "The \u201cleaf nodes\u201d hold the keys; inter\u00adnal nodes route."),
+    "S1": Source(
+        "S1",
+        "https://a.example/one",
+        "https://a.example/one",
+        "First page",
+        "2026-11-20T10:00:00Z",
+        "B-trees keep   data sorted and allow searches in logarithmic time.",
+    ),
+    "S2": Source(
+        "S2",
+        "https://b.example/two",
+        "https://b.example/2",
+        "Second [page]",
+        "2026-11-21T10:00:00Z",
+        "The \u201cleaf nodes\u201d hold the keys; inter\u00adnal nodes route.",
+    ),
 }
 
 
@@ -54,8 +66,11 @@ def test_generated_lists() -> None:
     ]
     notes = with_source_list("# Notes\n\nA [S2].\n\n## Sources\n\n- made up http://x.example\n", SOURCES)
     assert "made up" not in notes and notes.count("## Sources") == 1
-    draft = with_references("# D\n\nFirst [S2], then [S1] and [S9].\n\n## References\n\n1. http://typed.example\n"
-                            "\n## Revision notes\n\n- claim 1: fixed\n", SOURCES)
+    draft = with_references(
+        "# D\n\nFirst [S2], then [S1] and [S9].\n\n## References\n\n1. http://typed.example\n"
+        "\n## Revision notes\n\n- claim 1: fixed\n",
+        SOURCES,
+    )
     assert "typed.example" not in draft
     assert draft.index("- [S2]") < draft.index("- [S1]") < draft.index("## Revision notes")
     final = numbered_for_reader("# F\n\nFirst [S2]. Then [S1, S2]. Bad [S9].\n\n## Revision notes\n\nx\n", SOURCES)
@@ -70,7 +85,7 @@ def test_clean_texts_pass_with_figures() -> None:
     final = numbered_for_reader(draft, SOURCES)
     facts = (
         "| # | claim | cited | verdict | evidence |\n|---|---|---|---|---|\n"
-        "| 1 | sorted | S1 | supported | \"keep data sorted\" [S1] |\n"
+        '| 1 | sorted | S1 | supported | "keep data sorted" [S1] |\n'
         "| 2 | leaves | S2 | supported | \u201cthe 'leaf nodes' hold the keys; internal nodes route\u201d [S2] |\n"
     )
     report = run_check({"draft_v1.md": draft, "final.md": final, "fact_check.md": facts}, SOURCES, 0.5)
@@ -87,12 +102,13 @@ def test_each_problem_is_caught_by_name() -> None:
     )
     facts = (
         "| # | claim | cited | verdict | evidence |\n|---|---|---|---|---|\n"
-        "| 1 | x | S1 | supported | \"B-trees are always balanced by magic\" [S1] |\n"
-        "| 2 | y | S2 | contradicted | \"leaf nodes\" [S2] |\n"
+        '| 1 | x | S1 | supported | "B-trees are always balanced by magic" [S1] |\n'
+        '| 2 | y | S2 | contradicted | "leaf nodes" [S2] |\n'
     )
     v2 = "# V2\n\nText that cites properly, as it should for every paragraph [S1].\n\n## Revision notes\n\n- ok\n"
-    report = run_check({"draft_v1.md": draft, "fact_check.md": facts, "draft_v2.md": with_references(v2, SOURCES)},
-                       SOURCES, 0.9)
+    report = run_check(
+        {"draft_v1.md": draft, "fact_check.md": facts, "draft_v2.md": with_references(v2, SOURCES)}, SOURCES, 0.9
+    )
     kinds = {(p.file, p.kind) for p in report.problems}
     assert ("draft_v1.md", "unknown_citation") in kinds
     assert ("draft_v1.md", "unfetched_url") in kinds

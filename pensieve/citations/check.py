@@ -21,6 +21,7 @@ from pensieve.citations.text import (
     NUMBER_GROUP,
     SOURCE_ID,
     bare_urls,
+    citation_count,
     cited_ids,
     normalize,
     paragraphs,
@@ -28,6 +29,7 @@ from pensieve.citations.text import (
     quoted_spans,
     split_notes,
     split_references,
+    strip_code,
 )
 
 # The artifacts that cite sources, in pipeline order; final.md is numbered for the reader.
@@ -113,14 +115,14 @@ def _reference_entries(section: str) -> list[tuple[str, str]]:
 
 
 def check_text(name: str, text: str, sources: dict[str, Source], min_share: float, report: CheckReport) -> None:
-    article, _notes = split_notes(text)
+    article, _notes = split_notes(strip_code(text))
     body, references = split_references(article)
     figures = FileFigures()
     known_urls = _known_urls(sources)
     numbered = name == "final.md"
 
     ids = cited_ids(body)
-    figures.citations = len(ids)
+    figures.citations = citation_count(body, numbered) + (citation_count(body) if numbered else 0)
     for sid in ids:
         if sid not in sources:
             report.problems.append(Problem(name, "unknown_citation", f"[{sid}] is not in the source archive"))
@@ -153,7 +155,6 @@ def check_text(name: str, text: str, sources: dict[str, Source], min_share: floa
                 )
         if numbered:
             used = {n for g in NUMBER_GROUP.finditer(body) for n in re.findall(r"\d+", g.group(1))}
-            figures.citations += len(used)
         else:
             used = {sid for sid in ids if sid in sources}  # unknown ids are reported above
         listed = set(labels) - {"?"}

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 CITE_GROUP = re.compile(r"\[((?:S\d+)(?:\s*[,;]\s*S\d+)*)\]")
 SOURCE_ID = re.compile(r"S\d+")
-NUMBER_GROUP = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\](?!\()")
+# Reader-facing citations: [1], [2, 3]; not links ([1](...)) and not years like [2024].
+NUMBER_GROUP = re.compile(r"\[(\d{1,3}(?:\s*[,;]\s*\d{1,3})*)\](?!\()")
 URL = re.compile(r"https?://[^\s<>\)\]\"'`]+")
 _REFERENCE_HEADING = re.compile(r"^#{1,6}\s*(references|sources|bibliography|works cited)\s*$", re.I | re.M)
 _NOTES_HEADING = re.compile(r"^#{1,6}\s*(revision notes|change notes|changes)\s*$", re.I | re.M)
@@ -60,6 +61,18 @@ def strip_markdown_quote(text: str) -> str:
     text = text.strip().strip("*_").strip()
     text = text.strip("\"'\u201c\u201d\u2018\u2019\u00ab\u00bb").strip()
     return text.strip(".\u2026 ").strip()
+
+
+def strip_code(text: str) -> str:
+    """Code blocks and inline code are not prose: brackets there are not citations."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+def citation_count(text: str, numbered: bool = False) -> int:
+    """How many citations a text makes ([S1, S2] counts two)."""
+    pattern, item = (NUMBER_GROUP, r"\d+") if numbered else (CITE_GROUP, r"S\d+")
+    return sum(len(re.findall(item, group.group(1))) for group in pattern.finditer(text))
 
 
 def cited_ids(text: str) -> list[str]:
