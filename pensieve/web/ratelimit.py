@@ -1,7 +1,9 @@
 """A process-wide pacer: at most one request per interval, callers served in turn.
 
-Each caller reserves the next free slot under a thread lock and then sleeps until it.
-Nothing here is bound to an event loop, so one pacer serves every stage, every run and
+A caller is granted its turn only when the interval since the previous grant has really
+passed, checked under a thread lock at the moment of the grant: booking slots ahead of
+time would let a caller that wakes late (a busy CPU) end up closer than the interval to
+the next one. Nothing here is bound to an event loop, so one pacer serves every stage, every run and
 every thread of the process (an asyncio.Lock would be tied to the first loop it met).
 """
 
@@ -17,17 +19,17 @@ class Pacer:
         self._lock = threading.Lock()
         self._next = 0.0  # monotonic time of the next free slot
 
-    def reserve(self, interval_s: float) -> float:
-        """Book the next slot; returns how long to wait for it."""
+    def try_grant(self, interval_s: float) -> float:
+        """Take the turn if it is free (returns 0), else return how long until it may be."""
         with self._lock:
             now = time.monotonic()
-            slot = max(now, self._next)
-            self._next = slot + interval_s
-            return slot - now
+            if now >= self._next:
+                self._next = now + interval_s
+                return 0.0
+            return self._next - now
 
     async def wait_turn(self, interval_s: float) -> None:
-        delay = self.reserve(interval_s)
-        if delay > 0:
+        while (delay := self.try_grant(interval_s)) > 0:
             await asyncio.sleep(delay)
 
 
