@@ -31,6 +31,7 @@ from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES, Stage
 from pensieve.status import Status, load_status, now_iso, save_status
 from pensieve.tools import offered_tools
 from pensieve.tools.registry import ToolContext
+from pensieve.topics.capture import capture_on_complete
 from pensieve.workspace import HISTORY_DIR, Project, atomic_move, atomic_write_text
 
 COMMIT_MARKER = "COMMIT.json"
@@ -41,7 +42,7 @@ StageHook = Callable[[Project, Settings, Status, str], Awaitable[str | None]]
 # Hooks run once when a project completes (e.g. capturing it into the topic library).
 CompleteHook = Callable[[Project, Settings], Awaitable[None]]
 STAGE_HOOKS: dict[str, list[StageHook]] = {}
-COMPLETE_HOOKS: list[CompleteHook] = []
+COMPLETE_HOOKS: list[CompleteHook] = [capture_on_complete]
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ _FAMILIES = (
     "pensieve.tools.files",
     "pensieve.tools.stats",
     "pensieve.tools.projects",
+    "pensieve.tools.topics",
 )
 
 _catalog: dict[str, Tool] | None = None
