@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Home
+from tests.conftest import Home, Invocation
 from tests.test_topics_library import BRIEF, NOTES
 from tests.topic_library import TOPICS, write_library
 
 
-def _one_line_usage_error(result: object) -> None:
-    assert getattr(result, "exit_code") == 2
-    lines = getattr(result, "stderr").strip().splitlines()
+def _one_line_usage_error(result: Invocation) -> None:
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), lines
 
 

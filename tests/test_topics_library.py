@@ -81,7 +81,7 @@ def test_add_refuses_an_existing_slug_unless_forced(tmp_path: Path) -> None:
     workspace = Workspace(tmp_path, "default")
     path = add_topic(workspace, "Raft consensus", "first", tags=["x"])
     assert path.name == "raft-consensus.md"
-    with pytest.raises(UsageError, match="already exists.*--force"):
+    with pytest.raises(UsageError, match=r"already exists.*--force"):
         add_topic(workspace, "Raft  Consensus", "second")
     add_topic(workspace, "Raft consensus", "second", force=True)
     assert "second" in path.read_text()
@@ -94,7 +94,9 @@ def _topic(body: str, summary: str = "") -> Topic:
 
 
 def test_chunks_follow_headings_and_carry_the_title() -> None:
-    body = "Intro paragraph.\n\n# LSM trees\n\nWrites go to a memtable.\n\nThen to SSTables.\n\n## Compaction\n\nMerges."
+    body = (
+        "Intro paragraph.\n\n# LSM trees\n\nWrites go to a memtable.\n\nThen to SSTables.\n\n## Compaction\n\nMerges."
+    )
     chunks = chunk_topic(_topic(body, summary="How databases store data."))
     assert [c.snippet for c in chunks] == [
         "How databases store data.",
@@ -189,7 +191,7 @@ def test_capture_again_updates_and_never_overwrites_another_topic(tmp_path: Path
 def test_capture_needs_the_artifacts(tmp_path: Path) -> None:
     workspace, project_dir = _finished_project(tmp_path)
     (project_dir / "research_notes.md").unlink()
-    with pytest.raises(UsageError, match="no research_notes.md yet"):
+    with pytest.raises(UsageError, match=r"no research_notes\.md yet"):
         capture_project(workspace.project("btrees"))
 
 
