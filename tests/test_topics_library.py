@@ -87,6 +87,7 @@ def test_add_refuses_an_existing_slug_unless_forced(tmp_path: Path) -> None:
     assert "second" in path.read_text()
     with pytest.raises(UsageError, match="empty"):
         add_topic(workspace, "   ", "body")
+    assert add_topic(workspace, "日本語", "body").name.startswith("topic-")
 
 
 def _topic(body: str, summary: str = "") -> Topic:

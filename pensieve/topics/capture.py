@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pensieve.errors import PensieveError, UsageError
-from pensieve.topics.library import TopicFormatError, parse_topic, render_topic, topic_path
+from pensieve.topics.library import TopicFormatError, parse_topic, render_topic, topic_path, topic_slug
 from pensieve.untrusted import sanitize
-from pensieve.workspace import Project, atomic_write_text, slugify
+from pensieve.workspace import Project, atomic_write_text
 
 if TYPE_CHECKING:
     from pensieve.config import Settings
@@ -137,7 +137,7 @@ def _captured_from(path: Path) -> str | None:
 
 
 def _choose_path(project: Project, title: str) -> tuple[str, Path, bool]:
-    base = slugify(title, max_len=60)
+    base = topic_slug(title)
     for n in range(1, 100):
         slug = base if n == 1 else f"{base}-{n}"
         path = topic_path(project.workspace, slug)

@@ -203,12 +203,21 @@ def parse_tags(tags: str | None) -> list[str]:
     return [t.strip() for t in (tags or "").split(",") if t.strip()]
 
 
+def topic_slug(title: str) -> str:
+    """The file name for a title; a title with no ASCII letters or digits gets a stable hash."""
+    import hashlib
+
+    if not re.search(r"[A-Za-z0-9]", title):
+        return "topic-" + hashlib.sha256(title.encode("utf-8")).hexdigest()[:10]
+    return slugify(title, max_len=60)
+
+
 def add_topic(workspace: Workspace, title: str, body: str, *, tags: Iterable[str] = (), force: bool = False) -> Path:
     """Write a new topic file; refuses to replace an existing slug unless force."""
     title = " ".join(title.split())
     if not title:
         raise UsageError("the topic title is empty; give one, e.g. pensieve topics add 'Raft consensus'")
-    slug = slugify(title, max_len=60)
+    slug = topic_slug(title)
     path = topic_path(workspace, slug)
     if path.exists() and not force:
         raise UsageError(f"topic {slug!r} already exists ({path}); use --force to replace it")
