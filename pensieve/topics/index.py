@@ -300,7 +300,9 @@ def update_index(workspace: Workspace, embedder: Callable[[], Embedder]) -> Upda
             digest = hashlib.sha256(data).hexdigest()
             if prev is not None and number is not None and prev.sha256 == digest:
                 fresh = replace(prev, size=st.st_size, mtime_ns=st.st_mtime_ns, ino=st.st_ino)
-                dirty = dirty or fresh != prev
+                # Saving also records this scan's time, after which the size+mtime shortcut
+                # applies to this file: hash it once, not on every search.
+                dirty = dirty or fresh != prev or st.st_mtime_ns < scan_started - RACY_WINDOW_NS
                 plan.append((fresh, old.rows_of(number), []))
                 _note_kept(workspace, file, fresh, report)
                 continue
