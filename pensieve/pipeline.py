@@ -32,13 +32,14 @@ from pensieve.staleness import input_hashes, sha256_of
 from pensieve.status import Status, load_status, now_iso, save_status
 from pensieve.tools import offered_tools
 from pensieve.tools.registry import ToolContext
+from pensieve.topics.capture import capture_on_complete
 from pensieve.workspace import HISTORY_DIR, Project, atomic_move, atomic_write_bytes, atomic_write_text
 
 COMMIT_MARKER = "COMMIT.json"
 
 # Hooks run once when a project completes (e.g. capturing it into the topic library).
 CompleteHook = Callable[[Project, Settings], Awaitable[None]]
-COMPLETE_HOOKS: list[CompleteHook] = []
+COMPLETE_HOOKS: list[CompleteHook] = [capture_on_complete]
 
 
 @dataclass(frozen=True)

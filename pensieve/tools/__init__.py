@@ -27,6 +27,7 @@ _FAMILIES = (
     "pensieve.tools.stats",
     "pensieve.tools.projects",
     "pensieve.tools.web",
+    "pensieve.tools.topics",
 )
 
 _catalog: dict[str, Tool] | None = None

