@@ -37,7 +37,8 @@ app = typer.Typer(
 )
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
-out = Console(highlight=False, soft_wrap=True)
+# Piped output is not cut to 80 columns: tables keep whole ids for scripts and `grep`.
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 240)
 
 WorkspaceOpt = Annotated[str, typer.Option("--workspace", "-w", help="Workspace name under workspaces/.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON only on stdout.")]
@@ -196,6 +197,7 @@ def list_(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -> None
                     "status": r.status,
                     "current_stage": r.current_stage,
                     "updated_at": r.updated_at,
+                    "problems": r.problems,
                 }
                 for r in rows
             ]
@@ -205,11 +207,14 @@ def list_(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -> None
         err.print(f'no projects in workspace {workspace!r}; start one with: pensieve new "your brief"', markup=False)
         return
     table = Table(box=None, pad_edge=False)
-    for column in ("id", "status", "stage", "updated", "brief"):
-        table.add_column(column, overflow="fold" if column == "brief" else "ellipsis")
+    # The id and status are never cut (they are what people copy); the brief gives way.
+    for column in ("id", "status", "stage", "updated"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("brief", no_wrap=True, overflow="ellipsis", min_width=10)
     for r in rows:
+        state = f"{r.status} ({r.problems} problems)" if r.problems else r.status
         table.add_row(
-            r.id, r.status, r.current_stage or "-", (r.updated_at or "-")[:19].replace("T", " "), r.brief_line[:70]
+            r.id, state, r.current_stage or "-", (r.updated_at or "-")[:19].replace("T", " "), r.brief_line[:70]
         )
     out.print(table)
 

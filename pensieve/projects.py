@@ -64,6 +64,7 @@ class ProjectRow:
     brief: str
     has_brief: bool
     problem: str | None = None
+    problems: int = 0  # citation problems found by the last check
 
     @property
     def brief_line(self) -> str:
@@ -80,7 +81,15 @@ def summarize(project: Project) -> ProjectRow | None:
     except CorruptState as exc:
         return ProjectRow(project.id, "unreadable", None, None, brief, has_brief, str(exc))
     current = status.current_stage or status.first_unfinished()
-    return ProjectRow(project.id, effective_status(project, status), current, status.updated_at, brief, has_brief)
+    return ProjectRow(
+        project.id,
+        effective_status(project, status),
+        current,
+        status.updated_at,
+        brief,
+        has_brief,
+        problems=len(status.problems),
+    )
 
 
 def summarize_projects(workspace: Workspace) -> list[ProjectRow]:

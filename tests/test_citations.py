@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from tests.conftest import Home
-from tests.fakes.model_server import call, calls, text
+from tests.fakes.model_server import call, text
 from tests.fakes.web_site import ARTICLE_FACT, FakeSite
 
 P1 = "HNSW builds a layered proximity graph and searches it greedily, starting from the sparse top layer [S1]."
@@ -44,7 +44,9 @@ def script_clean_run(
 ) -> None:
     home.model.script(
         "researcher",
-        calls(("fetch_url", {"url": site.url("/article")}), ("fetch_url", {"url": site.url("/second")})),
+        # One after the other: concurrent fetches are archived in the order they finish.
+        call("fetch_url", {"url": site.url("/article")}),
+        call("fetch_url", {"url": site.url("/second")}),
         *write(
             "researcher",
             "research_notes.md",
@@ -186,4 +188,7 @@ def test_problems_that_survive_the_second_polish_stay_on_the_project(web_home: H
     assert "final.md: unknown_citation: [S7] is not in the source archive" in doc["problems"]
     assert (web_home.project_dir(pid) / "final.md").is_file()  # the article is kept
     assert "problem: final.md: unknown_citation" in web_home.run("status", pid).stdout
+    (row,) = json.loads(web_home.run("list", "--json").stdout)
+    assert row["status"] == "complete" and row["problems"] == 1
+    assert "complete (1 problems)" in web_home.run("list").stdout
     assert web_home.run("check", pid).exit_code == 1

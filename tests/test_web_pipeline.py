@@ -48,10 +48,9 @@ def test_researcher_and_fact_checker_search_and_fetch(web_home: Home, site: Fake
     web_home.model.script(
         "researcher",
         call("web_search", {"query": "how HNSW indexes embeddings"}),
-        calls(
-            ("fetch_url", {"url": site.url("/article")}),
-            ("fetch_url", {"url": site.url("/second"), "mode": "summary"}),
-        ),
+        # Sequential, so the archive's ids are known: concurrent fetches get ids as they finish.
+        call("fetch_url", {"url": site.url("/article")}),
+        call("fetch_url", {"url": site.url("/second"), "mode": "summary"}),
         call("fetch_url", {"url": site.url("/private/secret")}),
         call("write_project_file", {"filename": "research_notes.md", "content": NOTES}),
         text("Notes written."),
@@ -75,14 +74,15 @@ def test_researcher_and_fact_checker_search_and_fetch(web_home: Home, site: Fake
     researcher = web_home.model.for_stage("researcher")
     search_result = researcher[1].last_tool_results[0]
     assert "How HNSW works" in search_result and site.url("/article") in search_result
-    page, summary = researcher[2].last_tool_results
+    (page,) = researcher[2].last_tool_results
+    (summary,) = researcher[3].last_tool_results
     assert ARTICLE_FACT in page and "Source S1" in page
     assert "Source S2" in summary and "compresses vectors with codebooks" in summary
     # The summary call saw the page as wrapped, untrusted data.
     (summary_request,) = web_home.model.for_stage("summary")
     assert "<<<UNTRUSTED" in summary_request.messages[-1]["content"]
     assert "Product quantisation splits vectors" in summary_request.messages[-1]["content"]
-    refused = researcher[3].last_tool_results[0]
+    refused = researcher[4].last_tool_results[0]
     assert refused.startswith("Error: could not fetch") and "robots.txt" in refused
 
     # The summary's model call is counted in the Researcher's usage.
