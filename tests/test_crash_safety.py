@@ -30,7 +30,7 @@ from tests.fakes.cli_process import child_env, exec_cli, fork_cli
 from tests.fakes.model_server import default_artifact
 
 SEED = 20_250_505
-TRIALS = 24
+TRIALS = 22
 BATCH = 4  # trials whose processes run at once (separate projects, one fake model)
 REAL_EXEC_TRIALS = frozenset({5})  # these use a genuine `python -m pensieve` process
 DELAY_S = 0.03  # the fake model's think time per call: makes a run last long enough to hit

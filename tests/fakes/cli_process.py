@@ -83,7 +83,9 @@ def _forkserver() -> ForkServerContext:
     if _context is None:
         context = multiprocessing.get_context("forkserver")
         # Imported once in the server; every child starts warm.
-        context.set_forkserver_preload(["tests.fakes.cli_process", "pensieve.cli", "pensieve.pipeline", "litellm"])
+        context.set_forkserver_preload(
+            ["tests.fakes.cli_process", "pensieve.cli", "pensieve.pipeline", "litellm", "tests.fakes.warm_litellm"]
+        )
         _context = context
     return _context
 
