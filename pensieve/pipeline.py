@@ -221,7 +221,9 @@ class Runner:
                 temperature=0.2,
                 timeout_s=self.settings.llm.timeout_s,
                 policy=llm.RetryPolicy(
-                    retries=self.settings.llm.retries, max_wait_s=self.settings.llm.retry_max_wait_s
+                    retries=self.settings.llm.retries,
+                    base_s=self.settings.llm.retry_base_s,
+                    max_wait_s=self.settings.llm.retry_max_wait_s,
                 ),
             )
             record(reply)
