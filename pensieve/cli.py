@@ -104,8 +104,10 @@ def new(
     """
 
     def action() -> str:
+        from pensieve.config import load_settings
         from pensieve.projects import new_project
 
+        load_settings()  # a broken config is reported now, before anything is created
         text = _read_brief(brief, file)
         return new_project(_workspace(workspace), text, project_id).id
 

@@ -4,6 +4,7 @@ litellm or the OpenAI client would show up as extra requests."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -19,7 +20,7 @@ def statuses(home: Home, stage: str) -> list[int]:
 
 def gaps(records: list[Recorded]) -> list[float]:
     """Server-side time from the end of each reply to the arrival of the next request."""
-    return [later.started - earlier.finished for earlier, later in zip(records, records[1:], strict=False)]
+    return [later.started - earlier.finished for earlier, later in itertools.pairwise(records)]
 
 
 def stage_error(home: Home, pid: str, stage: str) -> str:
