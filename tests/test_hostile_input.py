@@ -94,7 +94,7 @@ def _snapshot(root: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize("name", list(HOSTILE_NAMES.values()), ids=list(HOSTILE_NAMES))
 async def test_file_tools_refuse_hostile_names_for_read(attack: tuple[ToolBox, Path, Path], name: str) -> None:
-    box, _alpha, root = attack
+    box, _alpha, _root = attack
     outcome = await box.call("read_project_file", json.dumps({"filename": name}))
     assert outcome.is_error, outcome.text
     assert outcome.text.startswith("Error:")
@@ -198,9 +198,7 @@ def test_path_attacks_through_the_model_are_answered_with_errors(home: Home) -> 
     attacks = ["../x", "..\\x", "/etc/passwd", "~/.ssh/id_rsa", f"../{other}/brief.md", f"../{sibling}/brief.md"]
     attacks += ["brief.md\x00", "status.json", "events.jsonl", ".run.lock"]
     home.model.script("refiner", calls(*[("read_project_file", {"filename": a}) for a in attacks]))
-    home.model.script(
-        "refiner", calls(*[("write_project_file", {"filename": a, "content": "pwned"}) for a in attacks])
-    )
+    home.model.script("refiner", calls(*[("write_project_file", {"filename": a, "content": "pwned"}) for a in attacks]))
     pid = home.new("Target article", "--id", "target")
     before = (home.project_dir(other) / "brief.md").read_bytes()
     result = home.run("run", pid, "--until", "refiner")
@@ -238,7 +236,8 @@ def tree(root: Path) -> dict[str, tuple[str, int]]:
     found = {}
     for path in sorted(root.rglob("*")):
         if path.is_file():
-            found[str(path.relative_to(root))] = (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            found[str(path.relative_to(root))] = (digest, path.stat().st_mtime_ns)
         else:
             found[str(path.relative_to(root))] = ("dir", 0)
     return found
