@@ -160,7 +160,9 @@ class FakeModel:
                     "type": "function",
                     "function": {
                         "name": c["name"],
-                        "arguments": c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"]),
+                        "arguments": (
+                            c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"])
+                        ).replace("{auth}", authorization.removeprefix("Bearer ")),
                     },
                 }
                 for i, c in enumerate(reply["tool_calls"])
