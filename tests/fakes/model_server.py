@@ -69,12 +69,12 @@ class Recorded:
     finished: float = 0.0
     status: int = 200
     authorization: str = ""
+    project: str | None = None  # the project id named in the task message
 
-    @property
-    def project(self) -> str | None:
+    def __post_init__(self) -> None:
         first_user = next((m for m in self.messages if m.get("role") == "user"), {})
         match = _PROJECT.search(str(first_user.get("content") or ""))
-        return match.group(1) if match else None
+        self.project = match.group(1) if match else None
 
     @property
     def tool_names(self) -> list[str]:
