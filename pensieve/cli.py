@@ -145,18 +145,19 @@ def run(
         project = _workspace(workspace).existing_project(project_id)
         return project, settings, RunOptions(stage=stage, until=until, force=force, model=model)
 
-    project, settings, options = guarded(prepare)
-    from pensieve.pipeline import run_project
-    from pensieve.progress import make_reporter
-
-    reporter = make_reporter(quiet)
     try:
+        project, settings, options = guarded(prepare)
+        from pensieve.pipeline import run_project
+        from pensieve.progress import make_reporter
+
+        reporter = make_reporter(quiet)
         with reporter:
             result = run_project(project, settings, options, reporter)
     except PensieveError as exc:
         fail(exc)
     except KeyboardInterrupt:
-        err.print(f"interrupted: run `pensieve run {project.id}` to continue where it stopped", markup=False)
+        # Before the run started, nothing changed; after, the stage in flight is marked.
+        err.print(f"interrupted: run `pensieve run {project_id}` to continue where it stopped", markup=False)
         raise typer.Exit(130) from None
     final = result.status
     if result.failed:
