@@ -107,7 +107,9 @@ async def run_agent(run: AgentRun) -> str:
         {"role": "system", "content": system_prompt(run)},
         {"role": "user", "content": task_message(run)},
     ]
-    policy = llm.RetryPolicy(retries=settings.llm.retries, max_wait_s=settings.llm.retry_max_wait_s)
+    policy = llm.RetryPolicy(
+        retries=settings.llm.retries, base_s=settings.llm.retry_base_s, max_wait_s=settings.llm.retry_max_wait_s
+    )
 
     def on_retry(error: llm.LLMError, wait: float) -> None:
         run.ctx.events.emit("retry", stage, error=error.message, error_kind=error.kind, wait_s=round(wait, 2))

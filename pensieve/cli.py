@@ -106,8 +106,10 @@ def new(
     """
 
     def action() -> str:
+        from pensieve.config import load_settings
         from pensieve.projects import new_project
 
+        load_settings()  # a broken config is reported now, before anything is created
         text = _read_brief(brief, file)
         return new_project(_workspace(workspace), text, project_id).id
 
@@ -151,18 +153,19 @@ def run(
         options = RunOptions(stage=stage, until=until, force=force, model=model, from_stage=from_stage)
         return project, settings, options
 
-    project, settings, options = guarded(prepare)
-    from pensieve.pipeline import run_project
-    from pensieve.progress import make_reporter
-
-    reporter = make_reporter(quiet)
     try:
+        project, settings, options = guarded(prepare)
+        from pensieve.pipeline import run_project
+        from pensieve.progress import make_reporter
+
+        reporter = make_reporter(quiet)
         with reporter:
             result = run_project(project, settings, options, reporter)
     except PensieveError as exc:
         fail(exc)
     except KeyboardInterrupt:
-        err.print(f"interrupted: run `pensieve run {project.id}` to continue where it stopped", markup=False)
+        # Before the run started, nothing changed; after, the stage in flight is marked.
+        err.print(f"interrupted: run `pensieve run {project_id}` to continue where it stopped", markup=False)
         raise typer.Exit(130) from None
     final = result.status
     if result.failed:

@@ -30,6 +30,7 @@ class LLMSettings(_Section):
     max_rounds: int = Field(default=24, ge=1)
     timeout_s: float = Field(default=180.0, gt=0)
     retries: int = Field(default=4, ge=0)
+    retry_base_s: float = Field(default=1.0, ge=0)  # first backoff; doubles on each retry
     retry_max_wait_s: float = Field(default=60.0, ge=0)
     max_output_tokens: int | None = Field(default=None, ge=1)
 

@@ -30,14 +30,32 @@ class EventLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self._checked_tail = False
+
+    def _needs_newline(self) -> bool:
+        """A line cut short by a crash must not swallow the first line this run appends."""
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(0, os.SEEK_END)
+                if handle.tell() == 0:
+                    return False
+                handle.seek(-1, os.SEEK_END)
+                return handle.read(1) != b"\n"
+        except OSError:
+            return False
 
     def emit(self, kind: str, stage: str | None = None, **fields: Any) -> None:
         record = {"ts": now_iso(), "kind": kind, "stage": stage, **_short(fields)}
         line = scrub(json.dumps(record, ensure_ascii=False, default=str)) + "\n"
         with self._lock:
+            if not self._checked_tail:
+                self._checked_tail = True
+                if self._needs_newline():
+                    line = "\n" + line
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
-                os.write(fd, line.encode("utf-8"))
+                # "replace": lone surrogates from a model's JSON must not break the log.
+                os.write(fd, line.encode("utf-8", errors="replace"))
             finally:
                 os.close(fd)
 

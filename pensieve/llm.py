@@ -83,7 +83,9 @@ def _import_litellm() -> Any:
         import litellm
 
         litellm.suppress_debug_info = True
-        litellm.drop_params = True
+        # Not drop_params: on a 422 it re-sends the call itself, a second retry layer. The
+        # parameters a model does not support are left out in `complete` instead.
+        litellm.drop_params = False
         litellm.num_retries = 0
         litellm.telemetry = False
         for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx", "httpcore", "openai"):
@@ -109,10 +111,17 @@ def key_problem(model: str, api_base: str | None) -> str | None:
 
 
 def _retry_after(exc: Exception) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
+    # litellm keeps the provider's headers in `litellm_response_headers`; its exception's
+    # `response` is a stand-in whose headers are empty.
+    headers = getattr(exc, "litellm_response_headers", None) or getattr(getattr(exc, "response", None), "headers", None)
     if not headers:
         return None
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return float(millis) / 1000.0
+        except ValueError:
+            pass
     value = headers.get("retry-after") or headers.get("Retry-After")
     if value is None:
         return None
@@ -161,9 +170,21 @@ def classify(exc: Exception) -> LLMError:
             kind = "bad_request"
     elif kind == "other" and isinstance(exc, asyncio.TimeoutError | TimeoutError):
         kind = "timeout"
+    if kind == "server" and "Connection error" in str(exc):
+        # litellm reports a refused or dropped connection as a 500 "Connection error."
+        kind, status = "connection", None
     message = scrub(f"{type(exc).__name__}: {exc}")
     message = " ".join(message.split())[:600]
     return LLMError(kind, message, status, _retry_after(exc))
+
+
+def _supported_params(litellm: Any, model: str) -> set[str] | None:
+    """The OpenAI parameters litellm knows this model accepts; None when it cannot say."""
+    try:
+        params = litellm.get_supported_openai_params(model=model)
+    except Exception:  # unknown provider strings: send what we have
+        return None
+    return {str(p) for p in params} if params else None
 
 
 def _cost(litellm: Any, response: Any) -> float | None:
@@ -226,9 +247,10 @@ async def complete(
         kwargs["tools"] = tools
     if api_base:
         kwargs["api_base"] = api_base
-    if temperature is not None:
+    supported = _supported_params(litellm, model)
+    if temperature is not None and (supported is None or "temperature" in supported):
         kwargs["temperature"] = temperature
-    if max_tokens is not None:
+    if max_tokens is not None and (supported is None or "max_tokens" in supported):
         kwargs["max_tokens"] = max_tokens
     attempt = 0
     while True:

@@ -33,7 +33,14 @@ from pensieve.status import Status, load_status, now_iso, save_status
 from pensieve.tools import offered_tools
 from pensieve.tools.registry import ToolContext
 from pensieve.topics.capture import capture_on_complete
-from pensieve.workspace import HISTORY_DIR, Project, atomic_move, atomic_write_bytes, atomic_write_text
+from pensieve.workspace import (
+    HISTORY_DIR,
+    Project,
+    atomic_copy,
+    atomic_move,
+    atomic_write_text,
+    remove_stale_temporaries,
+)
 
 COMMIT_MARKER = "COMMIT.json"
 
@@ -141,7 +148,9 @@ class Runner:
 
     # -- recovery -----------------------------------------------------------------------
     def recover(self) -> None:
-        """Finish commits a crash interrupted; demote stages a dead process left running."""
+        """Finish commits a crash interrupted; demote stages a dead process left running;
+        remove temporary files a killed writer left (we hold the lock: none is in use)."""
+        remove_stale_temporaries(self.project.dir)
         for name in STAGE_NAMES:
             marker = self.project.staging_dir / name / COMMIT_MARKER
             if marker.is_file():
@@ -172,7 +181,8 @@ class Runner:
     def _keep_history(self, stage: Stage, target: Path) -> None:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         kept = self.project.dir / HISTORY_DIR / f"{target.stem}.{stamp}{target.suffix}"
-        atomic_write_bytes(kept, target.read_bytes())
+        # Atomic too: a crash mid-copy must not leave a truncated "kept" version behind.
+        atomic_copy(target, kept)
 
     # -- one stage ------------------------------------------------------------------------
     def _record_usage(self, stage: str) -> Callable[[llm.LLMReply], None]:
@@ -208,7 +218,9 @@ class Runner:
                 temperature=0.2,
                 timeout_s=self.settings.llm.timeout_s,
                 policy=llm.RetryPolicy(
-                    retries=self.settings.llm.retries, max_wait_s=self.settings.llm.retry_max_wait_s
+                    retries=self.settings.llm.retries,
+                    base_s=self.settings.llm.retry_base_s,
+                    max_wait_s=self.settings.llm.retry_max_wait_s,
                 ),
             )
             record(reply)
@@ -315,6 +327,10 @@ class Runner:
     # -- the whole run ----------------------------------------------------------------------
     async def run(self, selected: list[str]) -> RunResult:
         self.recover()
+        # Selected before the lock was taken: a commit that recover() just finished, or a
+        # run that ended in between, may have completed some of these stages since.
+        still = set(select_stages(self.status, self.options))
+        selected = [name for name in selected if name in still]
         self.status.status, self.status.error = "running", None
         self.save()
         result = RunResult(self.status)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -17,7 +16,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from pensieve.errors import CorruptState
 from pensieve.stages import STAGE_NAMES
-from pensieve.workspace import Project, atomic_write_text
+from pensieve.workspace import Project, atomic_copy, atomic_write_text
 
 SCHEMA_VERSION = 1
 
@@ -151,7 +150,7 @@ def load_status(path: Path, *, keep_copy: bool = True) -> Status:
     kept = ""
     if keep_copy:
         if not backup.exists():
-            shutil.copy2(path, backup)
+            atomic_copy(path, backup)
         kept = f"; a copy was kept as {backup.name}"
     raise CorruptState(
         f"{path} {problem}{kept}. "
@@ -172,7 +171,7 @@ def rebuild_status(project: Project) -> Status:
     path = project.status_path
     if path.is_file():
         backup = path.with_name(f"status.replaced-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}.json")
-        shutil.copy2(path, backup)
+        atomic_copy(path, backup)
     status = Status.new(project.id, project.workspace.name)
     for stage in STAGES:
         artifact = project.file(stage.writes)

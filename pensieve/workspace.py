@@ -12,6 +12,7 @@ import errno
 import fcntl
 import os
 import re
+import shutil
 import tempfile
 import unicodedata
 from collections.abc import Callable, Iterator
@@ -61,7 +62,41 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+    # "replace": a lone surrogate (possible in JSON from a model) must not make a write fail.
+    atomic_write_bytes(path, text.encode("utf-8", errors="replace"))
+
+
+def atomic_copy(src: Path, dst: Path) -> None:
+    """Copy through a temporary file in dst's directory, so dst is complete or absent."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=dst.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle, src.open("rb") as source:
+            shutil.copyfileobj(source, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        shutil.copystat(src, tmp)
+        os.replace(tmp, dst)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(dst.parent)
+
+
+def remove_stale_temporaries(root: Path) -> list[Path]:
+    """Delete `.tmp-` files and directories a killed writer left under root.
+
+    Only call this while holding the project's run lock (no live writer then)."""
+    removed = []
+    for path in sorted(root.rglob(f"{TMP_PREFIX}*"), key=lambda p: len(p.parts), reverse=True):
+        with contextlib.suppress(OSError):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+            removed.append(path)
+    return removed
 
 
 def atomic_move(src: Path, dst: Path) -> None:

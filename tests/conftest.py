@@ -75,6 +75,11 @@ def fake_model() -> Iterator[FakeModel]:
 
 @pytest.fixture
 def home(tmp_path: Path, fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch) -> Home:
+    return make_home(tmp_path, fake_model, monkeypatch)
+
+
+def make_home(tmp_path: Path, fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch) -> Home:
+    """A scratch PENSIEVE_HOME at tmp_path, configured for the fake model."""
     for var in (
         "PENSIEVE_CONFIG",
         "PENSIEVE_MODEL",

@@ -36,6 +36,8 @@ def check_relative_name(filename: str) -> PurePosixPath:
         raise ToolError("filename is empty; give a name such as 'outline.md'")
     if "\x00" in filename:
         raise ToolError("filename contains a NUL byte")
+    if any(ord(ch) < 32 or ord(ch) == 127 or 0xD800 <= ord(ch) <= 0xDFFF for ch in filename):
+        raise ToolError("filename contains control or invalid characters; use a plain name such as 'outline.md'")
     if "\\" in filename:
         raise ToolError(f"{filename!r}: backslashes are not allowed; use a plain name such as 'outline.md'")
     if filename.startswith(("/", "~")) or (len(filename) > 1 and filename[1] == ":"):
@@ -58,9 +60,20 @@ def check_relative_name(filename: str) -> PurePosixPath:
 def resolve_inside(root: Path, relative: PurePosixPath) -> Path:
     """Resolve symlinks and refuse a result outside root (prefix-sharing siblings too)."""
     real_root = root.resolve()
-    target = (root / relative).resolve()
+    try:
+        target = (root / relative).resolve()
+    except (OSError, RuntimeError) as exc:  # symlink loops, names too long
+        raise ToolError(f"{relative}: cannot be resolved ({exc.__class__.__name__}); refused") from None
     if target != real_root and real_root not in target.parents:
         raise ToolError(f"{relative}: resolves outside the project directory; refused")
+    if target != real_root:
+        # A link inside the project may still lead to a reserved or hidden file.
+        inner = target.relative_to(real_root).as_posix()
+        if inner != relative.as_posix():
+            try:
+                check_relative_name(inner)
+            except ToolError:
+                raise ToolError(f"{relative}: leads to a file agents cannot use; refused") from None
     return target
 
 

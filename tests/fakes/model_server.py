@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 import time
 from collections import defaultdict, deque
@@ -20,6 +21,7 @@ from typing import Any
 from pensieve.stages import BY_NAME
 
 _STAGE = re.compile(r"one stage \(`(\w+)`\)")
+_PROJECT = re.compile(r"^Project: ([A-Za-z0-9._-]+)\. ", re.MULTILINE)
 
 
 def text(content: str) -> dict[str, Any]:
@@ -36,7 +38,19 @@ def calls(*items: tuple[str, dict[str, Any] | str]) -> dict[str, Any]:
 
 
 def error(status: int, body: str = "", headers: dict[str, str] | None = None) -> dict[str, Any]:
+    """An HTTP error reply. In `body`, `{auth}` is replaced by the request's Authorization
+    header, like providers that echo (part of) the key they refused."""
     return {"status": status, "body": body, "headers": headers or {}}
+
+
+def drop() -> dict[str, Any]:
+    """Close the connection without answering (a connection error for the client)."""
+    return {"drop": True}
+
+
+def hang(seconds: float) -> dict[str, Any]:
+    """Answer only after `seconds` (longer than llm.timeout_s: a timeout for the client)."""
+    return {"text": "too late", "delay": seconds}
 
 
 def default_artifact(stage: str) -> str:
@@ -54,6 +68,13 @@ class Recorded:
     started: float
     finished: float = 0.0
     status: int = 200
+    authorization: str = ""
+    project: str | None = None  # the project id named in the task message
+
+    def __post_init__(self) -> None:
+        first_user = next((m for m in self.messages if m.get("role") == "user"), {})
+        match = _PROJECT.search(str(first_user.get("content") or ""))
+        self.project = match.group(1) if match else None
 
     @property
     def tool_names(self) -> list[str]:
@@ -109,11 +130,12 @@ class FakeModel:
             return call("write_project_file", {"filename": BY_NAME[stage].writes, "content": default_artifact(stage)})
         return text(f"{stage} done.")
 
-    def handle(self, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+    def handle(self, body: dict[str, Any], authorization: str = "") -> tuple[int, dict[str, str], bytes] | None:
+        """The reply to one request, or None to drop the connection."""
         system = next((m.get("content", "") for m in body.get("messages", []) if m.get("role") == "system"), "")
         match = _STAGE.search(system or "")
         stage = match.group(1) if match else "summary"
-        record = Recorded(stage, body, time.monotonic())
+        record = Recorded(stage, body, time.monotonic(), authorization=authorization)
         with self.lock:
             self.requests.append(record)
         reply = self._next(stage, body)
@@ -121,9 +143,12 @@ class FakeModel:
         if delay:
             time.sleep(delay)
         record.finished = time.monotonic()
+        if reply.get("drop"):
+            record.status = 0
+            return None
         if "status" in reply:
             record.status = reply["status"]
-            payload = reply["body"] or json.dumps(
+            payload = reply["body"].replace("{auth}", authorization) or json.dumps(
                 {"error": {"message": f"fake error {reply['status']}", "type": "fake", "code": reply["status"]}}
             )
             return reply["status"], reply["headers"], payload.encode()
@@ -135,7 +160,9 @@ class FakeModel:
                     "type": "function",
                     "function": {
                         "name": c["name"],
-                        "arguments": c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"]),
+                        "arguments": (
+                            c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"])
+                        ).replace("{auth}", authorization.removeprefix("Bearer ")),
                     },
                 }
                 for i, c in enumerate(reply["tool_calls"])
@@ -169,7 +196,12 @@ class FakeModel:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
-                status, headers, payload = fake.handle(body)
+                answer = fake.handle(body, self.headers.get("authorization") or "")
+                if answer is None:
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                status, headers, payload = answer
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(payload)))
@@ -178,7 +210,14 @@ class FakeModel:
                 self.end_headers()
                 self.wfile.write(payload)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                # A client that gave up (timeout, killed process) is expected here.
+                pass
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
