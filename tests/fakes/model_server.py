@@ -15,10 +15,11 @@ import threading
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 from pensieve.stages import BY_NAME
+from tests.fakes.http import QuietHandler, close, serve
 
 _STAGE = re.compile(r"one stage \(`(\w+)`\)")
 _PROJECT = re.compile(r"^Project: ([A-Za-z0-9._-]+)\. ", re.MULTILINE)
@@ -187,12 +188,7 @@ class FakeModel:
     def start(self) -> FakeModel:
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
@@ -211,18 +207,12 @@ class FakeModel:
                 self.wfile.write(payload)
 
         class Server(ThreadingHTTPServer):
-            daemon_threads = True
-
             def handle_error(self, request: Any, client_address: Any) -> None:
                 # A client that gave up (timeout, killed process) is expected here.
                 pass
 
-        self.server = Server(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self.server = serve(Handler, server_class=Server)
         return self
 
     def stop(self) -> None:
-        if self.server:
-            self.server.shutdown()
-            self.server.server_close()
+        close(self.server)

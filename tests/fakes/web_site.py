@@ -13,8 +13,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.fakes.http import QuietHandler, close, serve
 
 ROBOTS = """\
 User-agent: *
@@ -120,12 +121,7 @@ class FakeSite:
     def start(self) -> FakeSite:
         site = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 with site.lock:
                     site.hits.append(Hit(self.path, self.headers.get("user-agent", ""), time.monotonic()))
@@ -133,15 +129,11 @@ class FakeSite:
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     site.handle(self)
 
-        self.server = ThreadingHTTPServer((self.host, 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self.server = serve(Handler, self.host)
         return self
 
     def stop(self) -> None:
-        if self.server:
-            self.server.shutdown()
-            self.server.server_close()
+        close(self.server)
 
     # -- routes -------------------------------------------------------------------------------
     def handle(self, h: BaseHTTPRequestHandler) -> None:
