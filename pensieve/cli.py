@@ -6,18 +6,17 @@ torch: the pipeline and the model seam are imported inside `run` only.
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from pensieve import __version__
+from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, fail, guarded, out, print_json, workspace_of
+from pensieve.cli_topics import topics_app
 from pensieve.errors import PensieveError, UsageError
 
 app = typer.Typer(
@@ -35,40 +34,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-# Piped output is not cut to 80 columns: tables keep whole ids for scripts and `grep`.
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 240)
-
-WorkspaceOpt = Annotated[str, typer.Option("--workspace", "-w", help="Workspace name under workspaces/.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON only on stdout.")]
-
-T = TypeVar("T")
-
-
-def fail(error: PensieveError) -> NoReturn:
-    from pensieve.redact import scrub
-
-    err.print(f"error: {scrub(str(error))}", markup=False)
-    raise typer.Exit(error.exit_code)
-
-
-def guarded(action: Callable[[], T]) -> T:
-    try:
-        return action()
-    except PensieveError as exc:
-        fail(exc)
-
-
-def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
-def _workspace(name: str) -> Any:
-    from pensieve.config import pensieve_home
-    from pensieve.workspace import open_workspace
-
-    return open_workspace(pensieve_home(), name)
+app.add_typer(topics_app)
 
 
 def _read_brief(brief: str | None, file: Path | None) -> str:
@@ -111,7 +77,7 @@ def new(
 
         load_settings()  # a broken config is reported now, before anything is created
         text = _read_brief(brief, file)
-        return new_project(_workspace(workspace), text, project_id).id
+        return new_project(workspace_of(workspace), text, project_id).id
 
     out.print(guarded(action), markup=False)
 
@@ -149,7 +115,7 @@ def run(
         if model is not None and not model.strip():
             raise UsageError("--model is empty; give a litellm model string such as openai/gpt-4o-mini")
         settings = load_settings()
-        project = _workspace(workspace).existing_project(project_id)
+        project = workspace_of(workspace).existing_project(project_id)
         options = RunOptions(stage=stage, until=until, force=force, model=model, from_stage=from_stage)
         return project, settings, options
 
@@ -188,7 +154,7 @@ def list_(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -> None
     def action() -> list[Any]:
         from pensieve.projects import summarize_projects
 
-        return summarize_projects(_workspace(workspace))
+        return summarize_projects(workspace_of(workspace))
 
     rows = guarded(action)
     if as_json:
@@ -237,7 +203,7 @@ def status(
     def action() -> tuple[Any, Any]:
         from pensieve.status import load_status
 
-        project = _workspace(workspace).existing_project(project_id)
+        project = workspace_of(workspace).existing_project(project_id)
         return project, load_status(project.status_path)
 
     project, doc = guarded(action)
@@ -304,7 +270,7 @@ def show(
 
         from pensieve.tools.files import resolve_inside
 
-        project = _workspace(workspace).existing_project(project_id)
+        project = workspace_of(workspace).existing_project(project_id)
         if file.startswith(("/", "~")) or ".." in PurePosixPath(file).parts or "\x00" in file:
             raise UsageError(f"{file!r}: give a file name inside the project, e.g. final.md")
         try:
@@ -333,7 +299,7 @@ def sources(
     def action() -> tuple[Any, list[Any]]:
         from pensieve.sources import list_sources
 
-        project = _workspace(workspace).existing_project(project_id)
+        project = workspace_of(workspace).existing_project(project_id)
         return project, list_sources(project.dir)
 
     project, found = guarded(action)
@@ -364,7 +330,7 @@ def repair(
     def action() -> str:
         from pensieve.status import rebuild_status
 
-        ws = _workspace(workspace)
+        ws = workspace_of(workspace)
         project = ws.project(project_id)
         if not (project.dir / "brief.md").is_file():
             raise UsageError(f"unknown project {project_id!r} in workspace {ws.name!r}")
@@ -389,7 +355,7 @@ def check(
         from pensieve.citations.hooks import check_project
         from pensieve.config import load_settings
 
-        project = _workspace(workspace).existing_project(project_id)
+        project = workspace_of(workspace).existing_project(project_id)
         return check_project(project, load_settings())
 
     report = guarded(action)
@@ -411,203 +377,6 @@ def check(
         out.print("ok: every citation checks out" if report.ok else f"{len(report.problems)} problem(s)", markup=False)
     if not report.ok:
         raise typer.Exit(1)
-
-
-topics_app = typer.Typer(
-    name="topics",
-    help=(
-        "The workspace's topic memory: notes the agents search before researching.\n\n"
-        "Examples:\n\n"
-        '  pensieve topics add "Raft consensus" --file raft.md --tags distributed,consensus\n\n'
-        '  pensieve topics search "how do replicas agree on a leader"\n\n'
-        "  pensieve topics capture btrees"
-    ),
-    context_settings={"help_option_names": ["-h", "--help"]},
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
-app.add_typer(topics_app)
-
-
-def _warn(problems: list[str]) -> None:
-    for problem in problems:
-        err.print(f"warning: {problem}", markup=False)
-
-
-@topics_app.command("add")
-def topics_add(
-    title: Annotated[str, typer.Argument(help="The topic's title; its slug becomes the file name.")],
-    body: Annotated[str | None, typer.Option("--body", help="The topic's markdown body.")] = None,
-    file: Annotated[Path | None, typer.Option("--file", "-f", help="Read the body from a file.")] = None,
-    tags: Annotated[str | None, typer.Option("--tags", help="Comma-separated tags, e.g. a,b.")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing topic with the same slug.")] = False,
-    workspace: WorkspaceOpt = "default",
-) -> None:
-    """Write a topic file; prints its slug.
-
-    Example: pensieve topics add "Raft consensus" --body "Leaders, terms and logs..." --tags raft
-    """
-
-    def action() -> Path:
-        from pensieve.topics.library import add_topic, parse_tags
-
-        if body is not None and file is not None:
-            raise UsageError("give the body either with --body or with --file, not both")
-        text = body or ""
-        if file is not None:
-            try:
-                text = file.read_bytes().decode("utf-8")
-            except OSError as exc:
-                raise UsageError(f"cannot read {file}: {exc.strerror}") from None
-            except UnicodeDecodeError:
-                raise UsageError(f"{file} is not UTF-8 text; convert it to UTF-8") from None
-        return add_topic(_workspace(workspace), title, text, tags=parse_tags(tags), force=force)
-
-    path = guarded(action)
-    err.print(f"wrote {path}", markup=False)
-    out.print(path.stem, markup=False)
-
-
-@topics_app.command("list")
-def topics_list(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -> None:
-    """List the workspace's topics (files with broken front matter are reported and skipped)."""
-
-    def action() -> Any:
-        from pensieve.topics.library import load_library
-
-        return load_library(_workspace(workspace))
-
-    library = guarded(action)
-    _warn(library.problems)
-    if as_json:
-        print_json(
-            [
-                {
-                    "slug": t.slug,
-                    "title": t.title,
-                    "tags": list(t.tags),
-                    "summary": t.summary,
-                    "sources": list(t.sources),
-                    "updated": t.updated,
-                }
-                for t in library.topics
-            ]
-        )
-        return
-    if not library.topics:
-        err.print(f"no topics in workspace {workspace!r}; add one with: pensieve topics add TITLE", markup=False)
-        return
-    table = Table(box=None, pad_edge=False)
-    for column in ("slug", "title", "tags", "updated"):
-        table.add_column(column, overflow="fold" if column == "title" else "ellipsis")
-    for t in library.topics:
-        table.add_row(t.slug, t.title, ", ".join(t.tags) or "-", t.updated or "-")
-    out.print(table)
-
-
-@topics_app.command("show")
-def topics_show(
-    slug: Annotated[str, typer.Argument(metavar="SLUG", help="The topic's slug (its file name without .md).")],
-    workspace: WorkspaceOpt = "default",
-) -> None:
-    """Print a topic file."""
-
-    def action() -> str:
-        from pensieve.topics.library import existing_topic_path
-
-        path = existing_topic_path(_workspace(workspace), slug)
-        return path.read_text(encoding="utf-8", errors="replace")
-
-    sys.stdout.write(guarded(action))
-
-
-@topics_app.command("search")
-def topics_search(
-    query: Annotated[str, typer.Argument(help="A topic or concept in natural language.")],
-    k: Annotated[int | None, typer.Option("--k", help="How many topics at most (default topics.max_results).")] = None,
-    workspace: WorkspaceOpt = "default",
-    as_json: JsonOpt = False,
-) -> None:
-    """Search the topics by meaning; the index is brought up to date first.
-
-    Example: pensieve topics search "how replicas agree on one leader" --k 3
-    """
-
-    def action() -> Any:
-        from pensieve.config import load_settings
-        from pensieve.topics.search import clean_query, search_library
-
-        clean_query(query)
-        if k is not None and k < 1:
-            raise UsageError(f"--k must be at least 1, not {k}")
-        settings = load_settings()
-        ws = _workspace(workspace)
-        return search_library(ws, query, k=k or settings.topics.max_results, min_score=settings.topics.min_score)
-
-    result = guarded(action)
-    _warn(result.report.problems)
-    if as_json:
-        print_json(
-            [{"slug": h.slug, "title": h.title, "snippet": h.snippet, "score": round(h.score, 4)} for h in result.hits]
-        )
-        return
-    if not result.hits:
-        err.print("no topic is relevant enough (topics.min_score sets the floor)", markup=False)
-        return
-    table = Table(box=None, pad_edge=False)
-    for column in ("score", "slug", "title", "snippet"):
-        table.add_column(column, overflow="fold" if column == "snippet" else "ellipsis")
-    for h in result.hits:
-        table.add_row(f"{h.score:.2f}", h.slug, h.title, h.snippet)
-    out.print(table)
-
-
-@topics_app.command("reindex")
-def topics_reindex(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -> None:
-    """Bring the search index up to date now (searches also do it); embeds only new or changed files."""
-
-    def action() -> Any:
-        from pensieve.topics.search import reindex_library
-
-        return reindex_library(_workspace(workspace))
-
-    report = guarded(action)
-    _warn(report.problems)
-    if as_json:
-        print_json(
-            {
-                "embedded": report.embedded,
-                "unchanged": report.unchanged,
-                "removed": report.removed,
-                "chunks_embedded": report.chunks_embedded,
-            }
-        )
-        return
-    out.print(
-        f"embedded {len(report.embedded)} files ({report.chunks_embedded} chunks), "
-        f"{len(report.unchanged)} unchanged, {len(report.removed)} removed",
-        markup=False,
-    )
-
-
-@topics_app.command("capture")
-def topics_capture(
-    project_id: Annotated[str, typer.Argument(metavar="PROJECT_ID", help="The finished project to remember.")],
-    workspace: WorkspaceOpt = "default",
-) -> None:
-    """Turn a finished project into a topic file (no model call); prints its slug.
-
-    Runs by itself when a project completes, unless topics.capture is false.
-    """
-
-    def action() -> Any:
-        from pensieve.topics.capture import capture_project
-
-        return capture_project(_workspace(workspace).existing_project(project_id))
-
-    captured = guarded(action)
-    err.print(f"{'updated' if captured.updated_existing else 'wrote'} {captured.path}", markup=False)
-    out.print(captured.slug, markup=False)
 
 
 def version_callback(value: bool) -> None:
