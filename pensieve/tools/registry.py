@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, get_type_hints
+from typing import TYPE_CHECKING, Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -101,7 +101,17 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return "\n".join(summary).strip(), params
 
 
-def tool(function: ToolFunction | None = None, *, unavailable: Availability = _always) -> Any:
+@overload
+def tool(function: ToolFunction, *, unavailable: Availability = ...) -> Tool: ...
+
+
+@overload
+def tool(function: None = None, *, unavailable: Availability = ...) -> Callable[[ToolFunction], Tool]: ...
+
+
+def tool(
+    function: ToolFunction | None = None, *, unavailable: Availability = _always
+) -> Tool | Callable[[ToolFunction], Tool]:
     """Make a Tool from `async def name(ctx: ToolContext, arg: type, ...) -> result`."""
 
     def build(fn: ToolFunction) -> Tool:
