@@ -138,12 +138,19 @@ def run(
         err.print(f"failed: {final.error}", markup=False)
         err.print(f"fix the cause, then `pensieve run {project.id}` retries from {final.current_stage}", markup=False)
         raise typer.Exit(1)
-    usage = final.usage
-    cost = f", ${usage.cost_usd:.4f}" if usage.cost_usd is not None else ""
+    spent, total = result.spent, final.usage
+    cost = f", ${spent.cost_usd:.4f}" if spent.cost_usd is not None else (", cost unknown" if spent.calls else "")
+    if spent.cost_usd is not None and not spent.cost_known:
+        cost += " (some calls had no known price)"
+    summary = (
+        f"this run: {spent.calls} model calls, {spent.total_tokens:,} tokens{cost}; "
+        f"project total {total.total_tokens:,} tokens"
+    )
     if final.status == "complete":
-        err.print(f"complete: {project.dir / 'final.md'} ({usage.total_tokens:,} tokens in all{cost})", markup=False)
+        err.print(f"complete: {project.dir / 'final.md'}", markup=False)
     else:
         err.print(f"paused before {final.current_stage}: `pensieve run {project.id}` continues", markup=False)
+    err.print(summary, markup=False)
     _print_stale(project, final)
 
 

@@ -29,7 +29,7 @@ from pensieve.errors import UsageError
 from pensieve.events import EventLog
 from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES, Stage, downstream_of
 from pensieve.staleness import input_hashes, sha256_of
-from pensieve.status import Status, load_status, now_iso, save_status
+from pensieve.status import Status, Usage, load_status, now_iso, save_status
 from pensieve.tools import offered_tools
 from pensieve.tools.registry import ToolContext
 from pensieve.topics.capture import capture_on_complete
@@ -63,6 +63,8 @@ class RunResult:
     status: Status
     failed: list[str] = field(default_factory=list)
     interrupted: bool = False
+    # What this run alone spent (status.usage counts every run of the project).
+    spent: Usage = field(default_factory=Usage)
 
 
 def select_stages(status: Status, options: RunOptions) -> list[str]:
@@ -127,6 +129,7 @@ class Runner:
         self.events = EventLog(project.events_path)
         self.status = load_status(project.status_path)
         self.run_state: dict[str, Any] = {}
+        self.spent = Usage()  # this run alone
 
     # -- status bookkeeping -------------------------------------------------------------
     def save(self) -> None:
@@ -187,7 +190,7 @@ class Runner:
     # -- one stage ------------------------------------------------------------------------
     def _record_usage(self, stage: str) -> Callable[[llm.LLMReply], None]:
         def record(reply: llm.LLMReply) -> None:
-            for usage in (self.status.stages[stage].usage, self.status.usage):
+            for usage in (self.status.stages[stage].usage, self.status.usage, self.spent):
                 usage.add(reply.prompt_tokens, reply.completion_tokens, reply.cost_usd)
             self.save()
 
@@ -381,6 +384,7 @@ class Runner:
         if self._settle(result) == "complete":
             for complete_hook in COMPLETE_HOOKS:
                 await complete_hook(self.project, self.settings)
+        result.spent = self.spent
         return result
 
     def _settle(self, result: RunResult) -> str:

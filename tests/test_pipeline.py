@@ -294,3 +294,14 @@ def test_from_and_stage_cannot_be_combined(home: Home) -> None:
     assert result.exit_code == 2 and "--stage runs one stage" in result.stderr
     result = home.run("run", pid, "--from", "polisher", "--until", "drafter")
     assert result.exit_code == 2 and "nothing would run" in result.stderr
+
+
+def test_run_reports_what_it_spent(home: Home) -> None:
+    pid = home.new()
+    first = home.run("run", pid, "--until", "refiner")
+    assert "this run: 2 model calls, 240 tokens, $" in first.stderr
+    second = home.run("run", pid, "--until", "researcher")
+    assert "this run: 2 model calls, 240 tokens" in second.stderr and "project total 480 tokens" in second.stderr
+    home.configure(llm={"model": "openai/some-unpriced-model"})
+    third = home.run("run", pid, "--until", "outliner")
+    assert "this run: 2 model calls, 240 tokens, cost unknown" in third.stderr
