@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from pensieve import llm, prompts
 from pensieve.config import Settings
+from pensieve.context import compact
 from pensieve.dispatch import LoopDetected, ToolBox
 from pensieve.redact import scrub
 from pensieve.tools.registry import Tool, ToolContext
@@ -117,6 +118,9 @@ async def run_agent(run: AgentRun) -> str:
 
     for _round in range(settings.max_rounds_for(stage)):
         run.check_budget()
+        elided = compact(messages, settings.llm.max_context_chars)
+        if elided:
+            run.ctx.events.emit("context_compacted", stage, elided_tool_results=elided)
         started = time.monotonic()
         try:
             reply = await llm.complete(

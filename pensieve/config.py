@@ -33,6 +33,9 @@ class LLMSettings(_Section):
     retry_base_s: float = Field(default=1.0, ge=0)  # first backoff; doubles on each retry
     retry_max_wait_s: float = Field(default=60.0, ge=0)
     max_output_tokens: int | None = Field(default=None, ge=1)
+    # Past this many characters of conversation, the oldest tool results are elided
+    # (about 4 characters a token: 240,000 is ~60k tokens; lower it for small local models).
+    max_context_chars: int = Field(default=240_000, ge=10_000)
 
 
 class AgentSettings(_Section):
