@@ -18,6 +18,7 @@ import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from pensieve.errors import ProjectBusy, UsageError
 
@@ -45,12 +46,15 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+@contextlib.contextmanager
+def _replacing(path: Path) -> Iterator[tuple[BinaryIO, str]]:
+    """Write `path` through a temporary file in its directory: afterwards it is either
+    complete or as it was. Yields the open temporary file and its name."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            yield handle, tmp
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -61,27 +65,22 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    with _replacing(path) as (handle, _tmp):
+        handle.write(data)
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     # "replace": a lone surrogate (possible in JSON from a model) must not make a write fail.
     atomic_write_bytes(path, text.encode("utf-8", errors="replace"))
 
 
 def atomic_copy(src: Path, dst: Path) -> None:
-    """Copy through a temporary file in dst's directory, so dst is complete or absent."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=dst.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle, src.open("rb") as source:
-            shutil.copyfileobj(source, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
+    """Copy src to dst atomically (dst is complete or absent), keeping src's times."""
+    with _replacing(dst) as (handle, tmp), src.open("rb") as source:
+        shutil.copyfileobj(source, handle)
+        handle.flush()
         shutil.copystat(src, tmp)
-        os.replace(tmp, dst)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    fsync_dir(dst.parent)
 
 
 def remove_stale_temporaries(root: Path) -> list[Path]:
