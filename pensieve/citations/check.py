@@ -31,6 +31,7 @@ from pensieve.citations.text import (
     split_references,
     strip_code,
 )
+from pensieve.sources import normalize_url
 
 # The artifacts that cite sources, in pipeline order; final.md is numbered for the reader.
 CITING_FILES = ("research_notes.md", "draft_v1.md", "draft_v2.md", "final.md")
@@ -90,7 +91,9 @@ class CheckReport:
 
 
 def _url_key(url: str) -> str:
-    return url.strip().rstrip("/").lower()
+    # The archive's own key (scheme and host case, default port, fragment), and a trailing
+    # slash a writer may drop.
+    return normalize_url(url).rstrip("/")
 
 
 def _known_urls(sources: dict[str, Source]) -> set[str]:
