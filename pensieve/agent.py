@@ -114,7 +114,7 @@ async def run_agent(run: AgentRun) -> str:
 
     def on_retry(error: llm.LLMError, wait: float) -> None:
         run.ctx.events.emit("retry", stage, error=error.message, error_kind=error.kind, wait_s=round(wait, 2))
-        run.reporter.note(f"{stage}: {error.kind} from the model provider; retrying in {wait:.1f}s")
+        run.reporter.note(f"{stage}: model call failed ({error.message[:160]}); retrying in {wait:.1f}s")
 
     for _round in range(settings.max_rounds_for(stage)):
         run.check_budget()

@@ -9,6 +9,7 @@ raised, stored or shown.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 from collections.abc import Callable
@@ -195,9 +196,21 @@ def _cost(litellm: Any, response: Any) -> float | None:
     return float(value) if value else None
 
 
+def _arguments(value: Any) -> str:
+    """Tool-call arguments as JSON text: some providers (Ollama among them) send an object."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict | list):
+        return json.dumps(value)
+    return ""
+
+
 def _parse(litellm: Any, response: Any, model: str) -> LLMReply:
-    choice = response.choices[0]
-    message = choice.message
+    choices = getattr(response, "choices", None) or []
+    message = getattr(choices[0], "message", None) if choices else None
+    if message is None:
+        # Seen from overloaded providers; worth another try like a 5xx.
+        raise LLMError("server", "the model provider returned an empty response (no choices)")
     calls = []
     for index, call in enumerate(getattr(message, "tool_calls", None) or []):
         function = call.function
@@ -205,7 +218,7 @@ def _parse(litellm: Any, response: Any, model: str) -> LLMReply:
             ToolCall(
                 id=call.id or f"call_{index}",
                 name=function.name or "",
-                arguments=function.arguments if isinstance(function.arguments, str) else "",
+                arguments=_arguments(function.arguments),
             )
         )
     usage = getattr(response, "usage", None)
@@ -258,10 +271,11 @@ async def complete(
         try:
             # The outer deadline catches a server that accepts the call and never answers.
             response = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=timeout_s + 5)
+            return _parse(litellm, response, model)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            error = classify(exc)
+            error = exc if isinstance(exc, LLMError) else classify(exc)
             error.attempts = attempt
             if not error.retryable or attempt > policy.retries:
                 raise error from None
@@ -269,5 +283,3 @@ async def complete(
             if on_retry is not None:
                 on_retry(error, wait)
             await policy.sleep(wait)
-            continue
-        return _parse(litellm, response, model)

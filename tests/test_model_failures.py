@@ -166,3 +166,22 @@ def test_the_whole_run_deadline_stops_the_stage_in_flight(home: Home) -> None:
     refiner_calls = home.model.count("refiner")
     assert home.run("run", pid).exit_code == 0
     assert home.model.count("refiner") == refiner_calls
+
+
+def test_an_empty_response_is_retried(home: Home) -> None:
+    empty = {"raw": {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}}
+    home.model.script("refiner", empty)
+    pid = home.new()
+    result = home.run("run", pid, "--until", "refiner")
+    assert result.exit_code == 0, result.stderr
+    assert "the model provider returned an empty response (no choices)); retrying" in result.stderr
+    assert len(home.model.for_stage("refiner")) == 3  # the empty one, then write and done
+
+
+def test_tool_arguments_sent_as_an_object_are_read_as_json() -> None:
+    from pensieve.llm import _arguments
+
+    # Ollama's chat API sends arguments as an object, not a JSON string.
+    assert _arguments({"filename": "brief.md"}) == '{"filename": "brief.md"}'
+    assert _arguments('{"a": 1}') == '{"a": 1}'
+    assert _arguments(None) == ""

@@ -153,6 +153,8 @@ class FakeModel:
                 {"error": {"message": f"fake error {reply['status']}", "type": "fake", "code": reply["status"]}}
             )
             return reply["status"], reply["headers"], payload.encode()
+        if "raw" in reply:  # a response body exactly as given (malformed on purpose)
+            return 200, {}, json.dumps(reply["raw"]).encode()
         message: dict[str, Any] = {"role": "assistant", "content": reply.get("text")}
         if reply.get("tool_calls"):
             message["tool_calls"] = [
