@@ -158,6 +158,8 @@ class Runner:
             marker = self.project.staging_dir / name / COMMIT_MARKER
             if marker.is_file():
                 self._finish_commit(BY_NAME[name], json.loads(marker.read_text(encoding="utf-8")))
+                if name in citation_hooks.CHECKED_AFTER:
+                    self.check_citations(BY_NAME[name])  # the crash may have come before it
             elif self.status.stages[name].status == "running":
                 self.status.stages[name].status = "interrupted"
                 self.status.stages[name].error = "the process running this stage stopped before it finished"
