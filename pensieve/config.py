@@ -64,6 +64,20 @@ class FetchSettings(_Section):
     max_bytes: int = Field(default=5_000_000, ge=1_000)
     allow_private_hosts: bool = False
     max_redirects: int = Field(default=5, ge=0, le=20)
+    # Extra certificate authorities (PEM) trusted for HTTPS fetches, beside the usual ones.
+    ca_file: str | None = None
+
+    @field_validator("ca_file")
+    @classmethod
+    def _readable_certificates(cls, value: str | None) -> str | None:
+        if value:
+            import ssl
+
+            try:
+                ssl.create_default_context().load_verify_locations(cafile=value)
+            except (OSError, ssl.SSLError) as exc:
+                raise ValueError(f"cannot load certificates from {value!r} ({exc})") from None
+        return value
 
 
 class TopicsSettings(_Section):

@@ -70,6 +70,7 @@ def web_state(ctx: ToolContext) -> WebState:
         policy=None if fetch.allow_private_hosts else refusal,
         max_redirects=fetch.max_redirects,
         timeout_s=fetch.timeout_s,
+        ca_file=fetch.ca_file,
     )
     new = WebState(
         fetcher=fetcher,
