@@ -305,3 +305,14 @@ def test_run_reports_what_it_spent(home: Home) -> None:
     home.configure(llm={"model": "openai/some-unpriced-model"})
     third = home.run("run", pid, "--until", "outliner")
     assert "this run: 2 model calls, 240 tokens, cost unknown" in third.stderr
+
+
+def test_a_fenced_final_message_is_unwrapped() -> None:
+    from pensieve.pipeline import unfence
+
+    assert unfence("```markdown\n# Title\n\nBody\n```") == "# Title\n\nBody"
+    assert unfence("```\n# Title\n```\n") == "# Title"
+    # Fences inside the document are the document's own: left alone.
+    text = "# T\n\n```python\nprint(1)\n```"
+    assert unfence(text) == text
+    assert unfence("```md\nA\n```\n\n```md\nB\n```") == "```md\nA\n```\n\n```md\nB\n```"
