@@ -63,7 +63,6 @@ class RunOptions:
 class RunResult:
     status: Status
     failed: list[str] = field(default_factory=list)
-    interrupted: bool = False
     # What this run alone spent (status.usage counts every run of the project).
     spent: Usage = field(default_factory=Usage)
 
