@@ -35,7 +35,6 @@ from pensieve.tools import offered_tools
 from pensieve.tools.registry import ToolContext
 from pensieve.topics.capture import capture_on_complete
 from pensieve.workspace import (
-    HISTORY_DIR,
     Project,
     atomic_copy,
     atomic_move,
@@ -196,7 +195,7 @@ class Runner:
 
     def _keep_history(self, stage: Stage, target: Path) -> None:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        kept = self.project.dir / HISTORY_DIR / f"{target.stem}.{stamp}{target.suffix}"
+        kept = self.project.history_dir / f"{target.stem}.{stamp}{target.suffix}"
         # Atomic too: a crash mid-copy must not leave a truncated "kept" version behind.
         atomic_copy(target, kept)
 

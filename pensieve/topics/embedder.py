@@ -132,7 +132,3 @@ def get_embedder() -> SentenceEmbedder:
         if _loaded is None:
             _loaded = load_embedder()
         return _loaded
-
-
-def is_loaded() -> bool:
-    return _loaded is not None
