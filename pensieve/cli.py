@@ -248,6 +248,16 @@ def status(
         f"cost {cost}{suffix}",
         markup=False,
     )
+    if doc.check:
+        files = doc.check.get("files", {})
+        latest = next((files[n] for n in ("final.md", "draft_v2.md", "draft_v1.md") if n in files), None)
+        share = latest.get("cited_paragraph_share") if latest else None
+        shown = f", {share:.0%} of paragraphs cite a source" if isinstance(share, float | int) else ""
+        out.print(
+            f"citations: {doc.check.get('citations_checked', 0)} checked against {doc.check.get('sources', 0)} "
+            f"archived sources{shown}; {len(doc.problems)} problem(s)",
+            markup=False,
+        )
     for problem in doc.problems:
         out.print(f"problem: {problem}", markup=False)
     _print_stale(project, doc)

@@ -100,6 +100,8 @@ def test_clean_run_passes_with_generated_references(web_home: Home, site: FakeSi
     assert report.exit_code == 0
     figures = json.loads(report.stdout)
     assert figures["ok"] and figures["sources"] == 2 and figures["citations_checked"] >= 8
+    shown = web_home.run("status", pid).stdout
+    assert "citations: 16 checked against 2 archived sources, 100% of paragraphs cite a source; 0 problem(s)" in shown
     table = web_home.run("check", pid)
     assert "final.md: 4 citations, 3/3 paragraphs cited (100%)" in table.stdout
     assert "ok: every citation checks out" in table.stdout
