@@ -157,7 +157,9 @@ class SourceArchive:
         raw_file = f"{SOURCES_DIR}/{RAW_DIR}/{source_id}{_RAW_SUFFIX.get(content_type, '.bin')}"
         source = Source(
             id=source_id,
-            url=url,
+            # An entry found through its final URL keeps the URL it was first asked for, so
+            # both ways to the page (a redirect and the page itself) still find it.
+            url=existing.url if existing is not None else url,
             final_url=final_url,
             title=title,
             fetched_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),

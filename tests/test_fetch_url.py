@@ -372,3 +372,17 @@ def test_sources_command_does_not_import_litellm(web_home: Home, tmp_path: Path)
     assert result.returncode == 0, result.stderr
     imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line}
     assert not {name for name in imported if name.split(".")[0] in {"litellm", "torch", "trafilatura", "httpx"}}
+
+
+def test_a_page_reached_through_a_redirect_and_directly_is_found_both_ways(tmp_path: Path) -> None:
+    """Concurrent fetches may archive the redirect first: the page's own URL must not
+    replace the redirecting one, or a re-run would fetch that one again."""
+    from pensieve.sources import SourceArchive
+
+    archive = SourceArchive(tmp_path)
+    page = {"title": "T", "content_type": "text/html", "body": b"<p>x</p>", "text": "x"}
+    first, new = archive.add(url="http://h.example/chain/2", final_url="http://h.example/article", **page)
+    second, again = archive.add(url="http://h.example/article", final_url="http://h.example/article", **page)
+    assert new and not again and first.id == second.id == "S1"
+    assert archive.find("http://h.example/chain/2") == archive.find("http://h.example/article") is not None
+    assert [s.id for s in archive.entries()] == ["S1"]
