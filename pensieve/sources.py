@@ -60,6 +60,8 @@ class Source:
     content_type: str
     file: str  # relative to the project directory, e.g. "sources/S1.md"
     raw_file: str
+    # Other URLs that led to this same page (a redirect to it, or the page asked for directly).
+    also: tuple[str, ...] = ()
 
     @property
     def number(self) -> int:
@@ -97,7 +99,8 @@ class SourceArchive:
         if index.is_file():
             try:
                 data = json.loads(index.read_text(encoding="utf-8"))
-                return sorted((Source(**item) for item in data["sources"]), key=lambda s: s.number)
+                loaded = (Source(**{**item, "also": tuple(item.get("also") or ())}) for item in data["sources"])
+                return sorted(loaded, key=lambda s: s.number)
             except (ValueError, KeyError, TypeError):
                 pass  # damaged by hand: fall back to the files, which carry the same fields
         return self._scan()
@@ -126,6 +129,7 @@ class SourceArchive:
                     content_type=str(meta.get("content_type") or ""),
                     file=f"{SOURCES_DIR}/{path.name}",
                     raw_file=str(meta.get("raw_file") or ""),
+                    also=tuple(str(u) for u in meta["also"]) if isinstance(meta.get("also"), list) else (),
                 )
             )
         return sorted(found, key=lambda s: s.number)
@@ -133,7 +137,7 @@ class SourceArchive:
     def find(self, url: str) -> Source | None:
         key = normalize_url(url)
         for source in self.entries():
-            if key in (normalize_url(source.url), normalize_url(source.final_url)):
+            if key in {normalize_url(u) for u in (source.url, source.final_url, *source.also)}:
                 return source
         return None
 
@@ -149,16 +153,18 @@ class SourceArchive:
     def add(
         self, *, url: str, final_url: str, title: str, content_type: str, body: bytes, text: str
     ) -> tuple[Source, bool]:
-        """Archive a fetch; a URL already archived keeps its id. Returns (source, is_new)."""
+        """Archive a fetch; a URL already archived keeps its id, and so does a page already
+        archived under another URL (one id per page, whichever way it was reached first).
+        Returns (source, is_new)."""
         entries = self.entries()
-        existing = self.find(url)
+        existing = self.find(url) or self.find(final_url)
         next_id = f"S{max((s.number for s in entries), default=0) + 1}"
         source_id = existing.id if existing is not None else next_id
         raw_file = f"{SOURCES_DIR}/{RAW_DIR}/{source_id}{_RAW_SUFFIX.get(content_type, '.bin')}"
         source = Source(
             id=source_id,
-            # An entry found through its final URL keeps the URL it was first asked for, so
-            # both ways to the page (a redirect and the page itself) still find it.
+            # The URL first asked for stays; every other way to the page is kept in `also`,
+            # so a later fetch through any of them is served from the archive.
             url=existing.url if existing is not None else url,
             final_url=final_url,
             title=title,
@@ -168,9 +174,10 @@ class SourceArchive:
             content_type=content_type,
             file=f"{SOURCES_DIR}/{source_id}.md",
             raw_file=raw_file,
+            also=_other_urls(existing, url, final_url),
         )
         atomic_write_bytes(self.project_dir / raw_file, body)
-        meta = {k: v for k, v in asdict(source).items() if k != "file"}
+        meta = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(source).items() if k != "file"}
         atomic_write_text(self.project_dir / source.file, _front_matter(meta) + text.strip() + "\n")
         # The index is written last: a crash before it leaves files the next add overwrites.
         others = [s for s in entries if s.id != source_id]
@@ -194,6 +201,20 @@ class SourceArchive:
             title = (s.title or "(untitled)").replace("|", "\\|")
             lines.append(f"| {s.id} | {title} | {s.final_url.replace('|', '%7C')} | {s.fetched_at[:10]} |")
         atomic_write_text(self.dir / INDEX_MD, "\n".join(lines) + "\n")
+
+
+def _other_urls(existing: Source | None, url: str, final_url: str) -> tuple[str, ...]:
+    if existing is None:
+        return ()
+    first = normalize_url(existing.url)
+    seen = {first, normalize_url(final_url)}
+    others: list[str] = []
+    for candidate in (*existing.also, existing.final_url, url):
+        key = normalize_url(candidate)
+        if key not in seen:
+            seen.add(key)
+            others.append(candidate)
+    return tuple(others)
 
 
 def list_sources(project_dir: Path) -> list[Source]:

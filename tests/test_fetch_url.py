@@ -347,11 +347,12 @@ async def test_sources_command(web_home: Home, site: FakeSite) -> None:
     pid = web_home.new()
     assert "has no sources yet" in web_home.run("sources", pid).stderr
     await fetch(web_home, pid, site.url("/article"))
-    await fetch(web_home, pid, site.url("/chain/1"))
+    await fetch(web_home, pid, site.url("/chain/1"))  # redirects to /article: the same source
+    await fetch(web_home, pid, site.url("/second"))
     listed = web_home.run("sources", pid, "--json")
     assert listed.exit_code == 0
     rows = json.loads(listed.stdout)
-    assert [(r["id"], r["title"]) for r in rows] == [("S1", "How HNSW works"), ("S2", "How HNSW works")]
+    assert [(r["id"], r["title"]) for r in rows] == [("S1", "How HNSW works"), ("S2", "Product quantisation explained")]
     table = web_home.run("sources", pid)
     assert "S1" in table.stdout and site.url("/article") in table.stdout
     assert web_home.run("sources", "nope").exit_code == 2
@@ -374,15 +375,25 @@ def test_sources_command_does_not_import_litellm(web_home: Home, tmp_path: Path)
     assert not {name for name in imported if name.split(".")[0] in {"litellm", "torch", "trafilatura", "httpx"}}
 
 
-def test_a_page_reached_through_a_redirect_and_directly_is_found_both_ways(tmp_path: Path) -> None:
-    """Concurrent fetches may archive the redirect first: the page's own URL must not
-    replace the redirecting one, or a re-run would fetch that one again."""
+@pytest.mark.parametrize("redirect_first", [True, False])
+def test_a_page_reached_through_a_redirect_and_directly_is_one_source(tmp_path: Path, redirect_first: bool) -> None:
+    """Concurrent fetches archive in the order they finish: whichever way the page was
+    reached first, it is one source, and both URLs find it (no fetch again on a re-run)."""
     from pensieve.sources import SourceArchive
 
     archive = SourceArchive(tmp_path)
     page = {"title": "T", "content_type": "text/html", "body": b"<p>x</p>", "text": "x"}
-    first, new = archive.add(url="http://h.example/chain/2", final_url="http://h.example/article", **page)
-    second, again = archive.add(url="http://h.example/article", final_url="http://h.example/article", **page)
-    assert new and not again and first.id == second.id == "S1"
-    assert archive.find("http://h.example/chain/2") == archive.find("http://h.example/article") is not None
+    redirect = {"url": "http://h.example/chain/2", "final_url": "http://h.example/article"}
+    direct = {"url": "http://h.example/article", "final_url": "http://h.example/article"}
+    first, second = (redirect, direct) if redirect_first else (direct, redirect)
+    one, new = archive.add(**first, **page)
+    two, again = archive.add(**second, **page)
+    assert new and not again and one.id == two.id == "S1"
+    for url in ("http://h.example/chain/2", "http://h.example/article", "http://H.example:80/article#x"):
+        found = archive.find(url)
+        assert found is not None and found.id == "S1", url
     assert [s.id for s in archive.entries()] == ["S1"]
+    # The files alone (index lost) tell the same story.
+    (tmp_path / "sources" / "index.json").unlink()
+    found = archive.find("http://h.example/chain/2")
+    assert found is not None and found.id == "S1"

@@ -89,13 +89,14 @@ def test_researcher_and_fact_checker_search_and_fetch(web_home: Home, site: Fake
     status = json.loads((project / "status.json").read_text())
     assert status["stages"]["researcher"]["usage"]["calls"] == len(researcher) + 1
 
-    # The Fact Checker found the Researcher's pages in the archive; the redirect was new.
+    # The Fact Checker found the Researcher's pages in the archive; the redirect URL was new.
     checker = web_home.model.for_stage("fact_checker")
     fetched = checker[2].last_tool_results
     assert "from the project's archive" in fetched[0] and "from the project's archive" in fetched[1]
-    assert "fetched now" in fetched[2] and "Source S3" in fetched[2]
+    # The redirect chain ends at /article: fetched now, but the same page, so the same source.
+    assert "fetched now" in fetched[2] and "Source S1" in fetched[2]
     assert fetch_events(project, "fact_checker") == (1, 2)
-    assert [s["id"] for s in json.loads(web_home.run("sources", pid, "--json").stdout)] == ["S1", "S2", "S3"]
+    assert [s["id"] for s in json.loads(web_home.run("sources", pid, "--json").stdout)] == ["S1", "S2"]
 
     # The key never left the search request: not in any file, output, event or model request.
     outputs = result.stdout + result.stderr + web_home.run("sources", pid).stdout
@@ -126,5 +127,5 @@ def test_fact_checker_rerun_costs_no_fetches_with_the_archive(web_home: Home, si
     assert web_home.run("run", pid, "--stage", "fact_checker", "--force", "--quiet").exit_code == 0
     without_archive = fetch_events(project, "fact_checker")[0] - first[0]
     assert without_archive == 3 and site.page_requests() > pages_after_first
-    assert [s["id"] for s in json.loads(web_home.run("sources", pid, "--json").stdout)] == ["S1", "S2", "S3"]
+    assert [s["id"] for s in json.loads(web_home.run("sources", pid, "--json").stdout)] == ["S1", "S2"]
     print(f"\nfact checker re-run: {with_archive} fetches with the archive, {without_archive} without")
