@@ -121,6 +121,23 @@ def test_each_problem_is_caught_by_name() -> None:
     assert "[S7]" in details and "https://never.example/page" in details and "claim 2" in details
 
 
+def test_a_url_that_redirected_to_an_archived_page_counts_as_fetched() -> None:
+    redirected = Source(
+        "S3",
+        "https://c.example/p",
+        "https://c.example/p",
+        "Third",
+        "2026-11-21T10:00:00Z",
+        "text",
+        also=("https://short.example/x",),
+    )
+    text = "# D\n\nA claim that links the short URL https://short.example/x and one that does not exist.\n"
+    problems = run_check({"draft_v1.md": text}, {"S3": redirected}, 0.0).problems
+    assert [p.kind for p in problems] == []
+    problems = run_check({"draft_v1.md": text + "\nSee https://never.example/\n"}, {"S3": redirected}, 0.0).problems
+    assert [p.kind for p in problems] == ["unfetched_url"]
+
+
 def test_final_reference_list_must_match_numbers() -> None:
     final = "# F\n\nOne [1]. Two [3].\n\n## References\n\n1. First page - https://a.example/one\n2. x - https://b.example/2\n"
     kinds = {p.kind for p in run_check({"final.md": final}, SOURCES, 0.0).problems}

@@ -97,7 +97,7 @@ def _url_key(url: str) -> str:
 
 
 def _known_urls(sources: dict[str, Source]) -> set[str]:
-    return {_url_key(u) for s in sources.values() for u in (s.url, s.final_url) if u}
+    return {_url_key(u) for s in sources.values() for u in (s.url, s.final_url, *s.also) if u}
 
 
 _REF_LINE = re.compile(r"^\s*(?:[-*]|\d+[.)])?\s*\[?(S\d+|\d+)\]?[.:)]?\s+(.*)$")

@@ -14,6 +14,7 @@ class Source:
     title: str
     fetched_at: str
     text: str
+    also: tuple[str, ...] = ()  # other URLs that reached the same page
 
 
 def load_sources(project_dir: Path) -> dict[str, Source]:
@@ -26,5 +27,5 @@ def load_sources(project_dir: Path) -> dict[str, Source]:
             text = archive.text(entry)
         except OSError:
             text = ""  # a source file removed by hand: its quotes will not be found
-        loaded[entry.id] = Source(entry.id, entry.url, entry.final_url, entry.title, entry.fetched_at, text)
+        loaded[entry.id] = Source(entry.id, entry.url, entry.final_url, entry.title, entry.fetched_at, text, entry.also)
     return loaded
