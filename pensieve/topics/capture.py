@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pensieve.errors import PensieveError, UsageError
+from pensieve.topics.chunking import HEADING
 from pensieve.topics.library import TopicFormatError, parse_topic, render_topic, topic_path, topic_slug
 from pensieve.untrusted import sanitize
 from pensieve.workspace import Project, atomic_write_text
@@ -32,7 +33,6 @@ MAX_SUMMARY_CHARS = 500
 # Sections of the research notes that are not findings.
 _NOT_FACTS = {"sources", "open questions", "references"}
 _TITLE_PREFIXES = re.compile(r"^(topic brief|research notes)\s*[:\-–—]\s*", re.IGNORECASE)
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*\S)\s*$")
 _URL = re.compile(r"https?://[^\s<>()\[\]\"'`]+")
 
@@ -58,7 +58,7 @@ def _sections(text: str) -> tuple[str, list[tuple[str, list[str]]]]:
     title = ""
     sections: list[tuple[str, list[str]]] = [("", [])]
     for line in text.splitlines():
-        heading = _HEADING.match(line)
+        heading = HEADING.match(line)
         if heading and len(heading.group(1)) == 1 and not title:
             title = heading.group(2)
         elif heading:

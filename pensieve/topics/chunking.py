@@ -20,7 +20,7 @@ CHUNKER_VERSION = 1
 MAX_CHUNK_WORDS = 120
 SNIPPET_CHARS = 320
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")  # a markdown ATX heading: level, text
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 
@@ -84,7 +84,7 @@ def _sections(body: str) -> list[tuple[tuple[str, ...], list[str]]]:
             in_fence = not in_fence
             lines.append(line)
             continue
-        heading = None if in_fence else _HEADING.match(line)
+        heading = None if in_fence else HEADING.match(line)
         if heading:
             end_section()
             level = len(heading.group(1))
