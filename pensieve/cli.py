@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -18,6 +18,15 @@ from pensieve import __version__
 from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, fail, guarded, out, print_json, workspace_of
 from pensieve.cli_topics import topics_app
 from pensieve.errors import PensieveError, UsageError
+
+if TYPE_CHECKING:  # the real imports sit inside the commands: `list` and `--help` load no pipeline
+    from pensieve.citations.check import CheckReport
+    from pensieve.config import Settings
+    from pensieve.pipeline import RunOptions
+    from pensieve.project_list import ProjectRow
+    from pensieve.source_archive import ArchivedSource as Source
+    from pensieve.status import Status
+    from pensieve.workspace import Project
 
 app = typer.Typer(
     name="pensieve",
@@ -73,7 +82,7 @@ def new(
 
     def action() -> str:
         from pensieve.config import load_settings
-        from pensieve.projects import new_project
+        from pensieve.project_list import new_project
 
         load_settings()  # a broken config is reported now, before anything is created
         text = _read_brief(brief, file)
@@ -100,7 +109,7 @@ def run(
     Examples: pensieve run btrees --until outliner; pensieve run btrees --stage drafter
     """
 
-    def prepare() -> tuple[Any, Any, Any]:
+    def prepare() -> tuple[Project, Settings, RunOptions]:
         from pensieve.config import load_settings
         from pensieve.pipeline import RunOptions
         from pensieve.stages import STAGE_NAMES, get_stage
@@ -158,8 +167,8 @@ def run(
 def list_(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -> None:
     """Show every project of the workspace and where it stands."""
 
-    def action() -> list[Any]:
-        from pensieve.projects import summarize_projects
+    def action() -> list[ProjectRow]:
+        from pensieve.project_list import summarize_projects
 
         return summarize_projects(workspace_of(workspace))
 
@@ -207,7 +216,7 @@ def status(
 ) -> None:
     """Per stage: status, times, duration, model calls, tokens, cost and errors."""
 
-    def action() -> tuple[Any, Any]:
+    def action() -> tuple[Project, Status]:
         from pensieve.status import load_status
 
         project = workspace_of(workspace).existing_project(project_id)
@@ -217,7 +226,8 @@ def status(
     if as_json:
         print_json(doc.model_dump(mode="json"))
         return
-    from pensieve.projects import effective_status
+    from pensieve.project_list import effective_status
+    from pensieve.stages import Artifact
 
     table = Table(box=None, pad_edge=False)
     for column in ("stage", "status", "started", "duration", "calls", "prompt tok", "compl tok", "cost", "error"):
@@ -248,13 +258,13 @@ def status(
         f"cost {cost}{suffix}",
         markup=False,
     )
-    if doc.check:
-        files = doc.check.get("files", {})
-        latest = next((files[n] for n in ("final.md", "draft_v2.md", "draft_v1.md") if n in files), None)
-        share = latest.get("cited_paragraph_share") if latest else None
-        shown = f", {share:.0%} of paragraphs cite a source" if isinstance(share, float | int) else ""
+    if doc.check is not None:
+        files = doc.check.files
+        latest = next((files[n] for n in (Artifact.FINAL, Artifact.DRAFT_V2, Artifact.DRAFT_V1) if n in files), None)
+        share = latest.cited_paragraph_share if latest else None
+        shown = f", {share:.0%} of paragraphs cite a source" if share is not None else ""
         out.print(
-            f"citations: {doc.check.get('citations_checked', 0)} checked against {doc.check.get('sources', 0)} "
+            f"citations: {doc.check.citations_checked} checked against {doc.check.sources} "
             f"archived sources{shown}; {len(doc.problems)} problem(s)",
             markup=False,
         )
@@ -263,7 +273,7 @@ def status(
     _print_stale(project, doc)
 
 
-def _print_stale(project: Any, doc: Any) -> None:
+def _print_stale(project: Project, doc: Status) -> None:
     from pensieve.staleness import stale_stages
 
     for name, changed in stale_stages(project, doc).items():
@@ -313,8 +323,8 @@ def sources(
     Example: pensieve sources btrees --json
     """
 
-    def action() -> tuple[Any, list[Any]]:
-        from pensieve.sources import list_sources
+    def action() -> tuple[Project, list[Source]]:
+        from pensieve.source_archive import list_sources
 
         project = workspace_of(workspace).existing_project(project_id)
         return project, list_sources(project.dir)
@@ -368,7 +378,7 @@ def check(
     """Verify citations without a model: ids exist in the source archive, quotes appear in their
     sources, reference lists match; reports the share of cited paragraphs. Exit 1 on problems."""
 
-    def action() -> Any:
+    def action() -> CheckReport:
         from pensieve.citations.hooks import check_project
         from pensieve.config import load_settings
 
@@ -377,7 +387,7 @@ def check(
 
     report = guarded(action)
     if as_json:
-        print_json(report.to_json())
+        print_json(report.summary().model_dump(mode="json"))
     else:
         out.print(
             f"{report.sources} archived sources, {report.citations_checked} citations and quotes checked", markup=False

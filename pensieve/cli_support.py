@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
 
 from pensieve.errors import PensieveError
+
+if TYPE_CHECKING:  # imported for real inside the functions, so `--help` stays light
+    from pensieve.workspace import Workspace
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 # Piped output is not cut to 80 columns: tables keep whole ids for scripts and `grep`.
@@ -36,11 +39,11 @@ def guarded(action: Callable[[], T]) -> T:
         fail(exc)
 
 
-def print_json(data: Any) -> None:
+def print_json(data: object) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
-def workspace_of(name: str) -> Any:
+def workspace_of(name: str) -> Workspace:
     from pensieve.config import pensieve_home
     from pensieve.workspace import open_workspace
 

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, guarded, out, print_json, workspace_of
 from pensieve.errors import UsageError
+
+if TYPE_CHECKING:  # imported for real inside the commands: only search and reindex load the model
+    from pensieve.topics.capture import Captured
+    from pensieve.topics.index import UpdateReport
+    from pensieve.topics.library import Library
+    from pensieve.topics.search import TopicSearchResult as SearchResult
 
 topics_app = typer.Typer(
     name="topics",
@@ -70,7 +76,7 @@ def topics_add(
 def topics_list(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -> None:
     """List the workspace's topics (files with broken front matter are reported and skipped)."""
 
-    def action() -> Any:
+    def action() -> Library:
         from pensieve.topics.library import load_library
 
         return load_library(workspace_of(workspace))
@@ -131,7 +137,7 @@ def topics_search(
     Example: pensieve topics search "how replicas agree on one leader" --k 3
     """
 
-    def action() -> Any:
+    def action() -> SearchResult:
         from pensieve.config import load_settings
         from pensieve.topics.search import clean_query, search_library
 
@@ -164,7 +170,7 @@ def topics_search(
 def topics_reindex(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -> None:
     """Bring the search index up to date now (searches also do it); embeds only new or changed files."""
 
-    def action() -> Any:
+    def action() -> UpdateReport:
         from pensieve.topics.search import reindex_library
 
         return reindex_library(workspace_of(workspace))
@@ -198,7 +204,7 @@ def topics_capture(
     Runs by itself when a project completes, unless topics.capture is false.
     """
 
-    def action() -> Any:
+    def action() -> Captured:
         from pensieve.topics.capture import capture_project
 
         return capture_project(workspace_of(workspace).existing_project(project_id))

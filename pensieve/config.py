@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from pensieve.errors import UsageError
+from pensieve.errors import UsageError, format_validation_error
 from pensieve.stages import STAGE_NAMES
 
 SearchProvider = Literal["", "tavily", "serpapi", "brave"]
@@ -102,6 +102,32 @@ class CheckSettings(_Section):
     repolish_on_failure: bool = True
 
 
+class ContractsSettings(_Section):
+    """What a stage's artifact must be before it is committed (pensieve/contracts.py)."""
+
+    enabled: bool = True
+    # Drafts and the final article must reach this share of article.target_words.
+    draft_min_share: float = Field(default=0.6, gt=0, le=1)
+    final_min_share: float = Field(default=0.7, gt=0, le=1)
+    min_article_sections: int = Field(default=2, ge=0)  # ## sections of a draft or the final article
+    min_outline_sections: int = Field(default=3, ge=1)  # ## sections with a word budget in outline.md
+    # topic_brief.md is about the brief when it holds this share of the brief's key terms ...
+    topic_min_term_share: float = Field(default=0.5, ge=0, le=1)
+    # ... or else when its MiniLM cosine similarity to the brief reaches this floor. Measured:
+    # topic briefs on the brief's subject 0.36-0.64 (a neighbouring subject, B-tree indexes for
+    # "vector databases", 0.40); other subjects -0.02-0.14; the fake model's old placeholder 0.05.
+    topic_min_similarity: float = Field(default=0.3, ge=-1, le=1)
+    topic_semantic: bool = True  # false: judge on key terms alone (never loads the model)
+    # Past this share of 8-word sequences copied from the system prompt or task message, the
+    # artifact is an echo of the instructions (real artifacts quote a heading or two: < 10%).
+    echo_max_overlap: float = Field(default=0.5, gt=0, le=1)
+
+
+# Per-stage call caps of the tools, in catalog order. Each tool declares its own cap
+# (`@tool(default_limit=...)`, listed in `pensieve.tools.CATALOG`); this is a copy, checked
+# equal by tests/test_tool_catalog.py, because config sits below the tools: importing the
+# catalog here would make config depend on the tools that read it, and load httpx and the
+# web machinery in every command that reads settings.
 DEFAULT_TOOL_LIMITS: dict[str, int] = {
     "web_search": 10,
     "fetch_url": 25,
@@ -124,6 +150,7 @@ class Settings(_Section):
     run: RunSettings = Field(default_factory=RunSettings)
     limits: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_TOOL_LIMITS))
     check: CheckSettings = Field(default_factory=CheckSettings)
+    contracts: ContractsSettings = Field(default_factory=ContractsSettings)
 
     @field_validator("agents")
     @classmethod
@@ -209,15 +236,6 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return {key: ({} if value is None else value) for key, value in data.items()}
 
 
-def _describe(error: ValidationError, source: str) -> str:
-    first = error.errors()[0]
-    key = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    msg = first["msg"]
-    if first["type"] == "extra_forbidden":
-        msg = "unknown key"
-    return f"{source}: {key}: {msg}"
-
-
 def load_settings(
     home: Path | None = None,
     environ: dict[str, str] | None = None,
@@ -232,7 +250,7 @@ def load_settings(
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:
-        raise UsageError(_describe(exc, source)) from None
+        raise UsageError(f"{source}: {format_validation_error(exc, noun='key', limit=1)}") from None
     layered: dict[str, dict[str, Any]] = {}
     for var, (section, key, _kind) in _ENV_OVERRIDES.items():
         if env.get(var):
@@ -247,5 +265,6 @@ def load_settings(
             try:
                 setattr(part, key, value)
             except ValidationError as exc:
-                raise UsageError(_describe(exc, f"override {section}.{key}")) from None
+                problem = format_validation_error(exc, noun="key", limit=1)
+                raise UsageError(f"override {section}.{key}: {problem}") from None
     return settings

@@ -16,8 +16,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pensieve.errors import format_validation_error
 from pensieve.redact import scrub
-from pensieve.tools.registry import Tool, ToolContext, ToolError, format_validation_error, render_result
+from pensieve.tools.registry import Tool, ToolContext, ToolError, render_result
 
 REPEAT_WARN = 3  # the third identical call is answered with a warning instead of a result
 REPEAT_STOP = 4  # the fourth ends the stage

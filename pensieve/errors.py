@@ -1,6 +1,25 @@
-"""The errors Pensieve raises on purpose, each mapped to an exit code by the CLI."""
+"""The errors Pensieve raises on purpose, each mapped to an exit code by the CLI, and the
+one wording of a pydantic validation error inside their messages."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+
+def format_validation_error(error: ValidationError, *, noun: str = "argument", limit: int = 5) -> str:
+    """`where: what` for the first `limit` problems of a pydantic error, joined by "; ".
+
+    A key the model does not have reads `unknown <noun>` (a tool's argument, a config key,
+    a status.json field) instead of pydantic's "Extra inputs are not permitted"."""
+    parts = []
+    for item in error.errors()[:limit]:
+        where = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        msg = f"unknown {noun}" if item["type"] == "extra_forbidden" else item["msg"]
+        parts.append(f"{where}: {msg}")
+    return "; ".join(parts)
 
 
 class PensieveError(Exception):
@@ -25,3 +44,10 @@ class CorruptState(PensieveError):
     """status.json cannot be read; it is never silently reset (exit 2)."""
 
     exit_code = 2
+
+
+class StageFailed(Exception):
+    """A stage cannot finish; the message is stored in status.json as its error.
+
+    Not a PensieveError: the run goes on to settle the project, and the CLI reports the
+    failed stage with exit 1."""

@@ -1,17 +1,81 @@
-"""events.jsonl: one line per model call and tool call, appended, secrets scrubbed."""
+"""One event stream: everything that happens in a run is an `Event` on an `EventBus`.
+
+Observers subscribe instead of being called from every site: the events.jsonl log
+(`EventLog`), the progress display on stderr (pensieve.progress), and whatever comes
+next (a batch view, a web page). Emitters only say what happened.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from pensieve.clock import now_iso
 from pensieve.redact import scrub
-from pensieve.status import now_iso
 
 _MAX_FIELD = 500
+
+
+class EventKind(StrEnum):
+    STAGE_START = "stage_start"  # model, attempt
+    STAGE_END = "stage_end"  # usage
+    STAGE_ERROR = "stage_error"  # error
+    STAGE_INTERRUPTED = "stage_interrupted"
+    MODEL = "model"  # model, purpose, tokens, cost, duration_s, tool_calls | error, error_kind, attempts
+    RETRY = "retry"  # error, error_kind, wait_s
+    TOOL = "tool"  # tool, arguments (a summary), duration_s, error, result_chars
+    CONTEXT_COMPACTED = "context_compacted"  # elided_tool_results
+    CITATION_CHECK = "citation_check"  # ok, problems, problem_count, citations_checked
+    NOTE = "note"  # message: something the user should know that is not an error
+    FETCH = "fetch"
+    WEB_SEARCH = "web_search"
+    TOPICS_WARNING = "topics_warning"
+    TOPIC_CAPTURED = "topic_captured"
+    TOPIC_CAPTURE_FAILED = "topic_capture_failed"
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: EventKind
+    stage: str | None
+    data: dict[str, Any] = field(default_factory=dict)
+    ts: str = field(default_factory=now_iso)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.data.get(key, default)
+
+
+Subscriber = Callable[[Event], None]
+
+
+class EventSink(Protocol):
+    """What emitters need: tools, the model client and the pipeline all take one."""
+
+    def emit(self, kind: EventKind, stage: str | None = None, **data: Any) -> None: ...
+
+
+class EventBus:
+    """Delivers each event to every subscriber, in the order they subscribed."""
+
+    def __init__(self, *subscribers: Subscriber) -> None:
+        self._subscribers: list[Subscriber] = list(subscribers)
+
+    def subscribe(self, subscriber: Subscriber) -> None:
+        self._subscribers.append(subscriber)
+
+    def emit(self, kind: EventKind, stage: str | None = None, **data: Any) -> None:
+        event = Event(kind, stage, data)
+        for subscriber in self._subscribers:
+            subscriber(event)
+
+    def note(self, message: str, stage: str | None = None) -> None:
+        self.emit(EventKind.NOTE, stage, message=message)
 
 
 def _short(value: Any) -> Any:
@@ -25,27 +89,16 @@ def _short(value: Any) -> Any:
 
 
 class EventLog:
-    """Appends whole lines with O_APPEND, so a crash can lose at most the last line."""
+    """events.jsonl, a subscriber: appends whole lines with O_APPEND, so a crash can lose
+    at most the last line. Secrets are scrubbed and long fields cut."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
         self._checked_tail = False
 
-    def _needs_newline(self) -> bool:
-        """A line cut short by a crash must not swallow the first line this run appends."""
-        try:
-            with self.path.open("rb") as handle:
-                handle.seek(0, os.SEEK_END)
-                if handle.tell() == 0:
-                    return False
-                handle.seek(-1, os.SEEK_END)
-                return handle.read(1) != b"\n"
-        except OSError:
-            return False
-
-    def emit(self, kind: str, stage: str | None = None, **fields: Any) -> None:
-        record = {"ts": now_iso(), "kind": kind, "stage": stage, **_short(fields)}
+    def __call__(self, event: Event) -> None:
+        record = {"ts": event.ts, "kind": str(event.kind), "stage": event.stage, **_short(event.data)}
         line = scrub(json.dumps(record, ensure_ascii=False, default=str)) + "\n"
         with self._lock:
             if not self._checked_tail:
@@ -58,6 +111,22 @@ class EventLog:
                 os.write(fd, line.encode("utf-8", errors="replace"))
             finally:
                 os.close(fd)
+
+    def emit(self, kind: EventKind, stage: str | None = None, **data: Any) -> None:
+        """Log one event directly (code that runs outside a pipeline run, e.g. capture)."""
+        self(Event(kind, stage, data))
+
+    def _needs_newline(self) -> bool:
+        """A line cut short by a crash must not swallow the first line this run appends."""
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(0, os.SEEK_END)
+                if handle.tell() == 0:
+                    return False
+                handle.seek(-1, os.SEEK_END)
+                return handle.read(1) != b"\n"
+        except OSError:
+            return False
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:

@@ -34,6 +34,8 @@ class LLMReply:
     completion_tokens: int
     cost_usd: float | None
     model: str
+    # Why the model stopped: "stop", "tool_calls", "length" (cut off by max_tokens), ...
+    finish_reason: str | None = None
 
 
 @dataclass
@@ -231,6 +233,7 @@ def _parse(litellm: Any, response: Any, model: str) -> LLMReply:
         completion_tokens=completion_tokens,
         cost_usd=_cost(litellm, response),
         model=model,
+        finish_reason=str(getattr(choices[0], "finish_reason", None) or "") or None,
     )
 
 

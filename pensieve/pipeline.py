@@ -1,48 +1,45 @@
 """The scheduler: which stages run, in what order, concurrently where they can, and how a
 run resumes after anything (a failure, Ctrl-C, SIGKILL, a deadline).
 
-A stage's artifact is committed in two steps that survive a crash between any two
-instructions: the agent writes into `.staging/<stage>/`; on success a COMMIT marker is
-written there, the previous artifact is copied to `history/`, the new one renamed into
-place, and status.json updated. A run that finds a COMMIT marker finishes that commit
-instead of running the stage again, so a finished stage is never paid for twice.
+`Runner.run_stage` takes one stage row from start to a committed artifact in named steps
+(begin, build the agent run, run it, stage the artifact, commit, check); the commit
+protocol that survives a crash is in pensieve.commit. Everything stage-specific comes
+from the row (pensieve.stages); nothing here tests a stage's name.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import re
-import shutil
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
 
 from pensieve import llm
-from pensieve.agent import AgentRun, Reporter, StageFailed, run_agent
+from pensieve.agent import AgentRun, run_agent
 from pensieve.citations import hooks as citation_hooks
-from pensieve.config import Settings
-from pensieve.errors import UsageError
-from pensieve.events import EventLog
-from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES, Stage, downstream_of
-from pensieve.staleness import input_hashes, sha256_of
-from pensieve.status import Status, Usage, load_status, now_iso, save_status
-from pensieve.tools import offered_tools
-from pensieve.tools.registry import ToolContext
-from pensieve.topics.capture import capture_on_complete
-from pensieve.workspace import (
-    Project,
-    atomic_copy,
-    atomic_move,
-    atomic_write_text,
-    remove_stale_temporaries,
+from pensieve.clock import now_iso
+from pensieve.commit import (
+    COMMIT_MARKER,
+    CommitMarker,
+    clear_staging,
+    mark_committed,
+    move_into_place,
+    pending_commit,
+    staged_artifact,
 )
-
-COMMIT_MARKER = "COMMIT.json"
+from pensieve.config import Settings
+from pensieve.errors import StageFailed, UsageError
+from pensieve.events import EventBus, EventKind, EventLog, Subscriber
+from pensieve.model_client import StageModelClient
+from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES, Stage, downstream_of
+from pensieve.staleness import input_hashes
+from pensieve.status import Status, Usage, load_status, save_status
+from pensieve.tools import offered_tools
+from pensieve.tools.registry import RunResources, ToolContext
+from pensieve.topics.capture import capture_on_complete
+from pensieve.workspace import Project, atomic_write_text, remove_stale_temporaries
 
 # Hooks run once when a project completes (e.g. capturing it into the topic library).
 CompleteHook = Callable[[Project, Settings], Awaitable[None]]
@@ -90,7 +87,7 @@ def select_stages(status: Status, options: RunOptions) -> list[str]:
 
 
 def _missing_inputs(project: Project, stage: Stage) -> list[str]:
-    missing = [name for name in stage.reads if not project.file(name).is_file()]
+    missing = [str(name) for name in stage.reads if not project.file(name).is_file()]
     if missing and stage.optional_reads and any(project.file(n).is_file() for n in stage.optional_reads):
         return []
     return missing
@@ -128,17 +125,17 @@ class Runner:
         project: Project,
         settings: Settings,
         options: RunOptions,
-        reporter: Reporter,
+        reporter: Subscriber,
         environ: Mapping[str, str],
     ) -> None:
         self.project = project
         self.settings = settings
         self.options = options
-        self.reporter = reporter
         self.environ = environ
-        self.events = EventLog(project.events_path)
+        # One stream: events.jsonl and the progress display are both subscribers.
+        self.events = EventBus(EventLog(project.events_path), reporter)
         self.status = load_status(project.status_path)
-        self.run_state: dict[str, Any] = {}
+        self.resources = RunResources()  # web clients and one-time notes, shared by the stages
         self.spent = Usage()  # this run alone
 
     # -- status bookkeeping -------------------------------------------------------------
@@ -164,91 +161,68 @@ class Runner:
         """Finish commits a crash interrupted; demote stages a dead process left running;
         remove temporary files a killed writer left (we hold the lock: none is in use)."""
         remove_stale_temporaries(self.project.dir)
-        for name in STAGE_NAMES:
-            marker = self.project.staging_dir / name / COMMIT_MARKER
-            if marker.is_file():
-                self._finish_commit(BY_NAME[name], json.loads(marker.read_text(encoding="utf-8")))
-                if name in citation_hooks.CHECKED_AFTER:
-                    self.check_citations(BY_NAME[name])  # the crash may have come before it
-            elif self.status.stages[name].status == "running":
-                self.status.stages[name].status = "interrupted"
-                self.status.stages[name].error = "the process running this stage stopped before it finished"
+        for stage in STAGES:
+            marker = pending_commit(self.project, stage)
+            entry = self.status.stages[stage.name]
+            if marker is not None:
+                self._finish_commit(stage, marker)
+                if stage.citation_check:
+                    self.check_citations(stage)  # the crash may have come before it
+            elif entry.status == "running":
+                entry.status = "interrupted"
+                entry.error = "the process running this stage stopped before it finished"
         if self.status.status == "running":
             self.status.status = "paused"
         self.save()
 
-    def _finish_commit(self, stage: Stage, marker: dict[str, Any]) -> None:
-        staged = self.project.staging_dir / stage.name / stage.writes
-        target = self.project.file(stage.writes)
-        if staged.is_file():
-            if target.is_file() and sha256_of(target) != marker["sha256"]:
-                self._keep_history(stage, target)
-            atomic_move(staged, target)
-        entry = self.status.stages[stage.name]
-        entry.status = "complete"
-        entry.error = None
-        entry.finished_at = marker["finished_at"]
-        entry.artifact = stage.writes
-        entry.artifact_sha256 = marker["sha256"]
+    def _finish_commit(self, stage: Stage, marker: CommitMarker) -> None:
+        move_into_place(self.project, stage, marker, self.status.stages[stage.name])
         self.save()
-        shutil.rmtree(self.project.staging_dir / stage.name, ignore_errors=True)
+        clear_staging(self.project, stage)
 
-    def _keep_history(self, stage: Stage, target: Path) -> None:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        kept = self.project.history_dir / f"{target.stem}.{stamp}{target.suffix}"
-        # Atomic too: a crash mid-copy must not leave a truncated "kept" version behind.
-        atomic_copy(target, kept)
+    # -- one stage, in named steps ---------------------------------------------------------
+    async def run_stage(self, stage: Stage, extra_instructions: str = "") -> str | None:
+        """Run one stage to a committed artifact. Returns what to tell the stage if its
+        citation check failed in a way it can fix by running again, else None."""
+        run = self._build_agent_run(stage, self._begin(stage), extra_instructions)
+        try:
+            await self._produce(stage, run)
+        except StageFailed as exc:
+            self._fail(stage, str(exc))
+            raise
+        except asyncio.CancelledError:
+            self._interrupted(stage)
+            raise
+        except Exception as exc:  # a bug in our code: record it, then let it propagate
+            self._fail(stage, f"internal error: {type(exc).__name__}: {exc}")
+            raise
+        self.events.emit(EventKind.STAGE_END, stage.name, usage=self.status.stages[stage.name].usage.model_dump())
+        return self.check_citations(stage) if stage.citation_check else None
 
-    # -- one stage ------------------------------------------------------------------------
-    def _record_usage(self, stage: str) -> Callable[[llm.LLMReply], None]:
-        def record(reply: llm.LLMReply) -> None:
-            for usage in (self.status.stages[stage].usage, self.status.usage, self.spent):
-                usage.add(reply.prompt_tokens, reply.completion_tokens, reply.cost_usd)
-            self.save()
-
-        return record
-
-    async def run_stage(self, stage: Stage, extra_instructions: str = "") -> None:
+    def _begin(self, stage: Stage) -> str:
+        """Mark the stage running (with the inputs it starts from); returns its model."""
         entry = self.status.stages[stage.name]
         model = self.options.model or self.settings.model_for(stage.name)
         assert model is not None  # preflight refused a run without one
-        staging = self.project.staging_dir / stage.name
-        shutil.rmtree(staging, ignore_errors=True)  # leftovers of an attempt that died
+        clear_staging(self.project, stage)  # leftovers of an attempt that died
         entry.status, entry.started_at, entry.finished_at, entry.error = "running", now_iso(), None, None
         entry.attempts += 1
         entry.model = model
         entry.inputs = input_hashes(self.project, stage)
         self.status.current_stage = stage.name
         self.save()
-        self.reporter.stage_started(stage.name, model)
-        self.events.emit("stage_start", stage.name, model=model, attempt=entry.attempts)
-        record = self._record_usage(stage.name)
+        self.events.emit(EventKind.STAGE_START, stage.name, model=model, attempt=entry.attempts)
+        return model
 
-        async def summarize(instructions: str, text: str) -> str:
-            self.check_budget()
-            reply = await llm.complete(
-                model=model,
-                messages=[{"role": "system", "content": instructions}, {"role": "user", "content": text}],
-                api_base=self.settings.llm.api_base,
-                temperature=0.2,
-                timeout_s=self.settings.llm.timeout_s,
-                policy=llm.RetryPolicy(
-                    retries=self.settings.llm.retries,
-                    base_s=self.settings.llm.retry_base_s,
-                    max_wait_s=self.settings.llm.retry_max_wait_s,
-                ),
-            )
-            record(reply)
-            self.events.emit(
-                "model",
-                stage.name,
-                model=model,
-                purpose="summary",
-                prompt_tokens=reply.prompt_tokens,
-                completion_tokens=reply.completion_tokens,
-            )
-            return reply.text
-
+    def _build_agent_run(self, stage: Stage, model: str, extra_instructions: str) -> AgentRun:
+        client = StageModelClient(
+            stage=stage.name,
+            model=model,
+            settings=self.settings,
+            events=self.events,
+            record_usage=lambda reply: self._record_usage(stage.name, reply),
+            check_budget=self.check_budget,
+        )
         ctx = ToolContext(
             project=self.project,
             stage=stage,
@@ -256,79 +230,59 @@ class Runner:
             events=self.events,
             environ=self.environ,
             force=self.options.force,
-            summarize=summarize,
-            run_state=self.run_state,
+            summarize=client.summarize,
+            resources=self.resources,
         )
         tools, missing = offered_tools(stage.tools, self.settings, self.environ)
         for name, why in missing.items():
-            note_key = f"noted:{name}"
-            if note_key not in self.run_state:
-                self.run_state[note_key] = True
-                self.reporter.note(f"{name} is not available: {why}")
-        run = AgentRun(
-            ctx=ctx,
-            tools=tools,
-            missing_tools=missing,
-            model=model,
-            reporter=self.reporter,
-            record_usage=record,
-            check_budget=self.check_budget,
-            extra_instructions=extra_instructions,
+            if name not in self.resources.noted:
+                self.resources.noted.add(name)
+                self.events.note(f"{name} is not available: {why}")
+        return AgentRun(
+            ctx=ctx, tools=tools, missing_tools=missing, client=client, extra_instructions=extra_instructions
         )
+
+    def _record_usage(self, stage: str, reply: llm.LLMReply) -> None:
+        for usage in (self.status.stages[stage].usage, self.status.usage, self.spent):
+            usage.add(reply.prompt_tokens, reply.completion_tokens, reply.cost_usd)
+        self.save()
+
+    async def _produce(self, stage: Stage, run: AgentRun) -> None:
+        """Run the agent, turn what it left into the staged artifact, commit it."""
         try:
             final_text = await run_agent(run)
-            staged = staging / stage.writes
-            if not (staged.is_file() and staged.read_text(encoding="utf-8", errors="replace").strip()):
-                if not final_text.strip():
-                    raise StageFailed(
-                        f"{stage.name} finished without writing {stage.writes} and without a final message"
-                    )
-                atomic_write_text(staged, unfence(final_text) + "\n")
-            # Reference lists are generated by code from the archive, never by the model.
-            text = staged.read_text(encoding="utf-8", errors="replace")
-            rewritten = citation_hooks.transform_artifact(self.project, stage.name, text)
-            if rewritten != text:
-                atomic_write_text(staged, rewritten)
-            marker = {"artifact": stage.writes, "sha256": sha256_of(staged), "finished_at": now_iso()}
-            atomic_write_text(staging / COMMIT_MARKER, json.dumps(marker))
-            self._finish_commit(stage, marker)
-        except StageFailed as exc:
-            self._fail(stage, str(exc))
-            raise
-        except asyncio.CancelledError:
-            entry.status, entry.finished_at = "interrupted", now_iso()
-            entry.error = "interrupted before it finished; it will run again"
-            self.save()
-            self.events.emit("stage_interrupted", stage.name)
-            self.reporter.stage_finished(stage.name, "interrupted", "")
-            raise
-        except Exception as exc:  # a bug in our code: record it, then let it propagate
-            self._fail(stage, f"internal error: {type(exc).__name__}: {exc}")
-            raise
-        self.events.emit("stage_end", stage.name, usage=entry.usage.model_dump())
-        self.reporter.stage_finished(stage.name, "complete", f"{entry.usage.total_tokens:,} tokens")
-        if stage.name in citation_hooks.CHECKED_AFTER:
-            retry_with = self.check_citations(stage)
-            if retry_with and not extra_instructions and self.settings.check.repolish_on_failure:
-                self.reporter.note(f"{stage.name}: the citation check failed; sending it back once to fix")
-                await self.run_stage(stage, retry_with)
+        finally:
+            self.status.stages[stage.name].tool_calls = dict(run.tool_calls)
+        self._stage_artifact(stage, final_text)
+        self._finish_commit(stage, mark_committed(self.project, stage))
+
+    def _stage_artifact(self, stage: Stage, final_text: str) -> None:
+        """The file the agent wrote (or its final message), with the row's transform applied."""
+        staged = staged_artifact(self.project, stage)
+        if not (staged.is_file() and staged.read_text(encoding="utf-8", errors="replace").strip()):
+            if not final_text.strip():
+                raise StageFailed(f"{stage.name} finished without writing {stage.writes} and without a final message")
+            atomic_write_text(staged, unfence(final_text) + "\n")
+        text = staged.read_text(encoding="utf-8", errors="replace")
+        rewritten = citation_hooks.transform_artifact(self.project, stage, text)
+        if rewritten != text:
+            atomic_write_text(staged, rewritten)
 
     def check_citations(self, stage: Stage) -> str | None:
-        """Record the check's figures and problems; for the Polisher, say what to fix."""
-        report = citation_hooks.check_project(self.project, self.settings, citation_hooks.CHECKED_AFTER[stage.name])
-        self.status.check = report.to_json()
+        """Record the check's figures and problems; say what to fix if the stage is resent."""
+        report = citation_hooks.check_project(self.project, self.settings, stage.writes)
+        self.status.check = report.summary()
         self.status.problems = [str(p) for p in report.problems]
         self.save()
         self.events.emit(
-            "citation_check",
+            EventKind.CITATION_CHECK,
             stage.name,
             ok=report.ok,
             problems=self.status.problems[:20],
+            problem_count=len(report.problems),
             citations_checked=report.citations_checked,
         )
-        if not report.ok:
-            self.reporter.note(f"citation check after {stage.name}: {len(report.problems)} problem(s)")
-        return citation_hooks.repolish_instructions(report) if stage.name == "polisher" else None
+        return citation_hooks.resend_instructions(report, stage) if stage.resend_on_failed_check else None
 
     def _fail(self, stage: Stage, reason: str) -> None:
         from pensieve.redact import scrub
@@ -336,8 +290,14 @@ class Runner:
         entry = self.status.stages[stage.name]
         entry.status, entry.finished_at, entry.error = "error", now_iso(), scrub(reason)
         self.save()
-        self.events.emit("stage_error", stage.name, error=reason)
-        self.reporter.stage_finished(stage.name, "error", scrub(reason))
+        self.events.emit(EventKind.STAGE_ERROR, stage.name, error=reason)
+
+    def _interrupted(self, stage: Stage) -> None:
+        entry = self.status.stages[stage.name]
+        entry.status, entry.finished_at = "interrupted", now_iso()
+        entry.error = "interrupted before it finished; it will run again"
+        self.save()
+        self.events.emit(EventKind.STAGE_INTERRUPTED, stage.name)
 
     # -- the whole run ----------------------------------------------------------------------
     async def run(self, selected: list[str]) -> RunResult:
@@ -349,8 +309,22 @@ class Runner:
         self.status.status, self.status.error = "running", None
         self.save()
         result = RunResult(self.status)
+        try:
+            await self._schedule(selected, result)
+        finally:
+            await self._close_resources()
+        if self._settle(result) == "complete":
+            for complete_hook in COMPLETE_HOOKS:
+                await complete_hook(self.project, self.settings)
+        result.spent = self.spent
+        return result
+
+    async def _schedule(self, selected: list[str], result: RunResult) -> None:
+        """Start each stage once its dependencies are done; a stage whose citation check
+        failed is sent back once (check.repolish_on_failure) before its dependents start."""
         pending = [name for name in STAGE_NAMES if name in selected]
-        running: dict[asyncio.Task[None], str] = {}
+        running: dict[asyncio.Task[str | None], str] = {}
+        resent: set[str] = set()
 
         def ready(name: str) -> bool:
             # Selection already holds every unfinished dependency, so waiting for the
@@ -369,35 +343,43 @@ class Runner:
                         break
                     done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                     for task in done:
-                        name = running.pop(task)
-                        exc = task.exception()
+                        name, exc = running.pop(task), task.exception()
                         if isinstance(exc, StageFailed):
                             result.failed.append(name)
                         elif exc is not None:
                             raise exc
+                        elif self._resend(name, task.result(), resent):
+                            running[asyncio.create_task(self.run_stage(BY_NAME[name], task.result() or ""))] = name
         except TimeoutError:
-            for task, name in running.items():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, StageFailed):
-                    await task
-                self._fail(BY_NAME[name], f"run deadline of {deadline:g}s (run.deadline_s) exceeded")
-                result.failed.append(name)
+            await self._fail_running(running, f"run deadline of {deadline:g}s (run.deadline_s) exceeded", result)
         except BaseException:
-            for task in running:
-                task.cancel()
-            await asyncio.gather(*running, return_exceptions=True)
-            self.status.status = "paused"
-            self.status.current_stage = None
-            self.save()
+            await self._abandon(running)
             raise
-        finally:
-            await self._close_run_state()
 
-        if self._settle(result) == "complete":
-            for complete_hook in COMPLETE_HOOKS:
-                await complete_hook(self.project, self.settings)
-        result.spent = self.spent
-        return result
+    def _resend(self, name: str, instructions: str | None, resent: set[str]) -> bool:
+        """Whether a stage goes back once more, with the citation check's list to fix."""
+        if not instructions or name in resent or not self.settings.check.repolish_on_failure:
+            return False
+        resent.add(name)
+        self.events.note(f"{name}: the citation check failed; sending it back once to fix")
+        return True
+
+    async def _fail_running(self, running: dict[asyncio.Task[str | None], str], reason: str, result: RunResult) -> None:
+        for task, name in running.items():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StageFailed):
+                await task
+            self._fail(BY_NAME[name], reason)
+            result.failed.append(name)
+
+    async def _abandon(self, running: dict[asyncio.Task[str | None], str]) -> None:
+        """Ctrl-C or a bug: cancel what runs (each marks itself interrupted), pause the project."""
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        self.status.status = "paused"
+        self.status.current_stage = None
+        self.save()
 
     def _settle(self, result: RunResult) -> str:
         stages = self.status.stages
@@ -414,19 +396,16 @@ class Runner:
         self.save()
         return self.status.status
 
-    async def _close_run_state(self) -> None:
-        for value in list(self.run_state.values()):
-            close = getattr(value, "aclose", None)
-            if close is not None:
-                with contextlib.suppress(Exception):
-                    await close()
+    async def _close_resources(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.resources.aclose()
 
 
 def run_project(
     project: Project,
     settings: Settings,
     options: RunOptions,
-    reporter: Reporter,
+    reporter: Subscriber,
     environ: Mapping[str, str] | None = None,
 ) -> RunResult:
     """Preflight, lock, run. Raises UsageError before touching anything if it cannot start."""
@@ -437,4 +416,4 @@ def run_project(
         return asyncio.run(runner.run(selected))
 
 
-__all__ = ["STAGES", "RunOptions", "RunResult", "Runner", "run_project"]
+__all__ = ["COMMIT_MARKER", "STAGES", "RunOptions", "RunResult", "Runner", "run_project"]

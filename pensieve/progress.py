@@ -1,12 +1,16 @@
 """Live progress on stderr: a rich table on a terminal, plain lines otherwise.
 
-stdout is kept for data (ids, --json), so progress never pollutes a pipe.
+Both reporters are subscribers of the run's event stream (pensieve.events): `Display`
+turns each event into the one or two things a person watching needs to see, and the two
+classes only differ in how they show them. stdout is kept for data (ids, --json), so
+progress never pollutes a pipe.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TextIO
@@ -15,6 +19,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from pensieve.events import Event, EventKind
 from pensieve.redact import scrub
 
 
@@ -29,7 +34,56 @@ class _Row:
     last: str = ""
 
 
-class PlainReporter:
+class Display(ABC):
+    """Event -> what a person sees; subclasses say how to show it."""
+
+    def __call__(self, event: Event) -> None:
+        stage = event.stage or ""
+        match event.kind:
+            case EventKind.STAGE_START:
+                self.stage_started(stage, str(event.get("model", "")))
+            case EventKind.STAGE_END:
+                tokens = int((event.get("usage") or {}).get("prompt_tokens", 0)) + int(
+                    (event.get("usage") or {}).get("completion_tokens", 0)
+                )
+                self.stage_finished(stage, "complete", f"{tokens:,} tokens")
+            case EventKind.STAGE_ERROR:
+                self.stage_finished(stage, "error", scrub(str(event.get("error", ""))))
+            case EventKind.STAGE_INTERRUPTED:
+                self.stage_finished(stage, "interrupted", "")
+            case EventKind.TOOL:
+                self.tool_called(
+                    stage, str(event.get("tool")), scrub(str(event.get("arguments", ""))), bool(event.get("error"))
+                )
+            case EventKind.MODEL if event.get("error") is None:
+                self.model_called(stage, int(event.get("prompt_tokens", 0)), int(event.get("completion_tokens", 0)))
+            case EventKind.RETRY:
+                error, wait = str(event.get("error", ""))[:160], float(event.get("wait_s", 0.0))
+                self.note(f"{stage}: model call failed ({error}); retrying in {wait:.1f}s")
+            case EventKind.CITATION_CHECK if not event.get("ok"):
+                self.note(f"citation check after {stage}: {event.get('problem_count', 0)} problem(s)")
+            case EventKind.NOTE:
+                self.note(str(event.get("message", "")))
+            case _:
+                pass
+
+    @abstractmethod
+    def stage_started(self, stage: str, model: str) -> None: ...
+
+    @abstractmethod
+    def stage_finished(self, stage: str, status: str, detail: str) -> None: ...
+
+    @abstractmethod
+    def tool_called(self, stage: str, name: str, summary: str, is_error: bool) -> None: ...
+
+    @abstractmethod
+    def model_called(self, stage: str, prompt_tokens: int, completion_tokens: int) -> None: ...
+
+    @abstractmethod
+    def note(self, message: str) -> None: ...
+
+
+class PlainReporter(Display):
     """One line per event, for logs and pipes."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
@@ -62,7 +116,7 @@ class PlainReporter:
         return None
 
 
-class LiveReporter:
+class LiveReporter(Display):
     """A table of stages that updates in place while the run goes on."""
 
     def __init__(self, console: Console) -> None:

@@ -30,3 +30,9 @@ def scrub(text: str, environ: dict[str, str] | None = None) -> str:
             text = text.replace(value, "[REDACTED]")
     text = _QUERY_SECRET.sub(r"\1[REDACTED]", text)
     return _BEARER.sub(r"\1[REDACTED]", text)
+
+
+def scrub_key(text: str, key: str) -> str:
+    """`scrub`, and also replace `key` itself: a search key read from the settings'
+    environment, which need not be this process's."""
+    return scrub(text.replace(key, "[REDACTED]") if key else text)

@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
+from pensieve.hashing import sha256_of
 from pensieve.stages import STAGES, Stage
 from pensieve.status import Status
 from pensieve.workspace import Project
-
-
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def input_hashes(project: Project, stage: Stage) -> dict[str, str]:

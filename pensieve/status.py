@@ -6,15 +6,16 @@ after keeping a copy, and the message says how to recover.
 
 from __future__ import annotations
 
-import hashlib
 import json
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from pensieve.errors import CorruptState
+from pensieve.citations.summary import CheckSummary
+from pensieve.clock import backup_stamp, now_iso, parse_iso
+from pensieve.errors import CorruptState, format_validation_error
+from pensieve.hashing import sha256_of
 from pensieve.stages import STAGE_NAMES
 from pensieve.workspace import Project, atomic_copy, atomic_write_text
 
@@ -22,16 +23,6 @@ SCHEMA_VERSION = 1
 
 ProjectState = Literal["pending", "running", "paused", "complete", "error"]
 StageState = Literal["pending", "running", "complete", "error", "interrupted"]
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def parse_iso(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 class Usage(BaseModel):
@@ -50,14 +41,6 @@ class Usage(BaseModel):
             self.cost_known = False
         else:
             self.cost_usd = round((self.cost_usd or 0.0) + cost_usd, 8)
-
-    def merge(self, other: Usage) -> None:
-        self.calls += other.calls
-        self.prompt_tokens += other.prompt_tokens
-        self.completion_tokens += other.completion_tokens
-        if other.cost_usd is not None:
-            self.cost_usd = round((self.cost_usd or 0.0) + other.cost_usd, 8)
-        self.cost_known = self.cost_known and other.cost_known
 
     @property
     def total_tokens(self) -> int:
@@ -100,7 +83,7 @@ class Status(BaseModel):
     error: str | None = None
     # The latest citation check: figures and problems (see pensieve.citations.check).
     problems: list[str] = Field(default_factory=list)
-    check: dict[str, Any] | None = None
+    check: CheckSummary | None = None
 
     @classmethod
     def new(cls, project_id: str, workspace: str) -> Status:
@@ -139,14 +122,12 @@ def load_status(path: Path, *, keep_copy: bool = True) -> Status:
         try:
             status = Status.model_validate(data)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            problem = f"does not match the status schema at {where}: {first['msg']}"
+            problem = f"does not match the status schema at {format_validation_error(exc, noun='field', limit=1)}"
         else:
             for name in STAGE_NAMES:
                 status.stages.setdefault(name, StageStatus())
             return status
-    backup = path.with_name(f"status.corrupt-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}.json")
+    backup = path.with_name(f"status.corrupt-{backup_stamp()}.json")
     kept = ""
     if keep_copy:
         if not backup.exists():
@@ -170,7 +151,7 @@ def rebuild_status(project: Project) -> Status:
 
     path = project.status_path
     if path.is_file():
-        backup = path.with_name(f"status.replaced-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}.json")
+        backup = path.with_name(f"status.replaced-{backup_stamp()}.json")
         atomic_copy(path, backup)
     status = Status.new(project.id, project.workspace.name)
     for stage in STAGES:
@@ -180,7 +161,7 @@ def rebuild_status(project: Project) -> Status:
             entry = status.stages[stage.name]
             entry.status = "complete"
             entry.artifact = stage.writes
-            entry.artifact_sha256 = hashlib.sha256(artifact.read_bytes()).hexdigest()
+            entry.artifact_sha256 = sha256_of(artifact)
     done = all(s.status == "complete" for s in status.stages.values())
     status.status = (
         "complete" if done else ("paused" if any(s.status == "complete" for s in status.stages.values()) else "pending")

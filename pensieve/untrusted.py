@@ -12,7 +12,8 @@ import secrets
 import unicodedata
 
 # Zero-width and bidi controls: invisible, and the usual carriers of hidden instructions.
-_INVISIBLE = re.compile(
+# (The citation check drops them too before matching a quotation.)
+INVISIBLE = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
     "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e007f]"
 )
@@ -22,7 +23,7 @@ _BLANK_LINES = re.compile(r"\n\s*\n(\s*\n)+")
 
 def sanitize(text: str, *, collapse_whitespace: bool = True) -> str:
     """Strip control, zero-width and bidi characters; optionally collapse whitespace."""
-    text = _INVISIBLE.sub("", text)
+    text = INVISIBLE.sub("", text)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch) != "Cc")
     if collapse_whitespace:

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -105,6 +106,35 @@ def atomic_move(src: Path, dst: Path) -> None:
     fsync_dir(dst.parent)
     if src.parent != dst.parent:
         fsync_dir(src.parent)
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path, busy: Callable[[str], Exception], timeout_s: float = 0.0) -> Iterator[int]:
+    """Hold an exclusive flock on `path` (created if missing); yields its open descriptor.
+
+    The kernel releases a flock when its holder dies, so a lock left by a dead process is
+    simply taken. While another process holds it, the lock is tried again every 50 ms for
+    up to `timeout_s` (0: once); then `busy(<the lock file's first bytes>)` is raised.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise busy(os.pread(fd, 32, 0).decode("ascii", "replace").strip()) from None
+                time.sleep(0.05)
+        try:
+            yield fd
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def slugify(text: str, max_len: int = 48) -> str:
@@ -209,21 +239,13 @@ class Project:
 
     @contextlib.contextmanager
     def run_lock(self) -> Iterator[None]:
-        """One `run` per project: a lock taken without waiting.
+        """One `run` per project: a lock taken without waiting (a lock left by a dead
+        process is simply taken over). The holder's pid is written for the error message."""
 
-        flock is released by the kernel when its holder dies, so a lock left by a dead
-        process is simply taken over. The holder's pid is written for the error message.
-        """
-        path = self.dir / LOCK_FILE
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                    raise
-                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-                raise ProjectBusy(f"project {self.id} is being run by process {holder}") from None
+        def busy(holder: str) -> ProjectBusy:
+            return ProjectBusy(f"project {self.id} is being run by process {holder or 'unknown'}")
+
+        with exclusive_lock(self.dir / LOCK_FILE, busy) as fd:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
             try:
@@ -231,9 +253,6 @@ class Project:
             finally:
                 with contextlib.suppress(OSError):
                     os.ftruncate(fd, 0)
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
 
 
 def open_workspace(home: Path, name: str) -> Workspace:

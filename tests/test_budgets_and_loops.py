@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from tests.conftest import Home
 from tests.fakes.model_server import call
@@ -11,8 +12,9 @@ from tests.fakes.model_server import call
 TOKENS_PER_CALL = 120
 
 
-def load(home: Home, pid: str) -> dict:
-    return json.loads((home.project_dir(pid) / "status.json").read_text())
+def load(home: Home, pid: str) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((home.project_dir(pid) / "status.json").read_text())
+    return doc
 
 
 def test_token_budget_stops_before_the_next_call_and_survives_a_resume(home: Home) -> None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pensieve.citations.check import run_check
+from pensieve.citations.cited_sources import CitedSource
 from pensieve.citations.references import numbered_for_reader, source_list, with_references, with_source_list
-from pensieve.citations.sources import Source
 from pensieve.citations.text import cited_ids, normalize, parse_fact_table, quoted_spans, split_references
 
 SOURCES = {
-    "S1": Source(
+    "S1": CitedSource(
         "S1",
         "https://a.example/one",
         "https://a.example/one",
@@ -16,7 +16,7 @@ SOURCES = {
         "2026-11-20T10:00:00Z",
         "B-trees keep   data sorted and allow searches in logarithmic time.",
     ),
-    "S2": Source(
+    "S2": CitedSource(
         "S2",
         "https://b.example/two",
         "https://b.example/2",
@@ -122,7 +122,7 @@ def test_each_problem_is_caught_by_name() -> None:
 
 
 def test_a_url_that_redirected_to_an_archived_page_counts_as_fetched() -> None:
-    redirected = Source(
+    redirected = CitedSource(
         "S3",
         "https://c.example/p",
         "https://c.example/p",

@@ -63,7 +63,8 @@ def script_clean_run(
 
 
 def status_of(home: Home, pid: str) -> dict[str, Any]:
-    return json.loads((home.project_dir(pid) / "status.json").read_text())
+    doc: dict[str, Any] = json.loads((home.project_dir(pid) / "status.json").read_text())
+    return doc
 
 
 def test_clean_run_passes_with_generated_references(web_home: Home, site: FakeSite) -> None:

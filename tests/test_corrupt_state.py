@@ -4,13 +4,14 @@ how to recover; `pensieve repair` rebuilds it from the artifacts on disk."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
 from pensieve.stages import STAGE_NAMES
 from tests.conftest import Home
 
-CORRUPTIONS = {
+CORRUPTIONS: dict[str, Callable[[bytes], bytes]] = {
     "truncated": lambda good: good[: len(good) // 2],
     "empty": lambda good: b"",
     "not-json": lambda good: b"<html>this is not json</html>",

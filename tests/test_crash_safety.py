@@ -13,6 +13,7 @@ import os
 import random
 import shutil
 import signal
+import subprocess
 import tempfile
 import threading
 import time
@@ -20,13 +21,13 @@ from collections import Counter
 from collections.abc import Iterator
 from multiprocessing.process import BaseProcess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from pensieve.citations.hooks import TRANSFORMS
 from pensieve.pipeline import COMMIT_MARKER
-from pensieve.projects import summarize_projects
-from pensieve.stages import STAGE_NAMES, STAGES
+from pensieve.project_list import summarize_projects
+from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES
 from pensieve.status import load_status
 from pensieve.workspace import STAGING_DIR, TMP_PREFIX, Workspace
 from tests.conftest import Home, make_home
@@ -41,7 +42,7 @@ BATCH = 6  # trials whose processes run at once (separate projects, one fake mod
 REAL_EXEC_TRIALS = frozenset({5})
 DELAY_S = 0.03  # the fake model's think time per call: makes a run last long enough to hit
 
-ARTIFACTS = {stage.writes: stage.name for stage in STAGES}
+ARTIFACTS = {str(stage.writes): stage.name for stage in STAGES}
 
 
 def wait_until(predicate: object, timeout_s: float = 60.0) -> None:
@@ -69,7 +70,7 @@ def finished_stages(project_dir: Path) -> set[str]:
 
 def committed_artifact(stage: str) -> str:
     """The fake's artifact after the pipeline's transform (no sources were fetched here)."""
-    transform = TRANSFORMS.get(stage)
+    transform = BY_NAME[stage].transform
     return transform(default_artifact(stage), {}) if transform else default_artifact(stage)
 
 
@@ -94,11 +95,13 @@ def assert_crash_leftovers_are_safe(home: Home, project_id: str) -> None:
     assert project_id in {row.id for row in rows}
 
 
-def run_children(home: Home, trials: list[int], rng_for: dict[int, random.Random], span_s: float) -> dict[int, dict]:
+def run_children(
+    home: Home, trials: list[int], rng_for: dict[int, random.Random], span_s: float
+) -> dict[int, dict[str, Any]]:
     """Start one `pensieve run` per trial, SIGKILL each at its random moment."""
     env = child_env(home.path, {"OPENAI_API_KEY": os.environ["OPENAI_API_KEY"]})
-    started: dict[int, BaseProcess | object] = {}
-    outcome: dict[int, dict] = {}
+    started: dict[int, subprocess.Popen[bytes] | BaseProcess] = {}
+    outcome: dict[int, dict[str, Any]] = {}
     for trial in trials:
         out, err = home.path / f"t{trial}.out", home.path / f"t{trial}.err"
         if trial in REAL_EXEC_TRIALS:
@@ -112,11 +115,12 @@ def run_children(home: Home, trials: list[int], rng_for: dict[int, random.Random
         wait_until(lambda: requests_of(home, f"t{trial}"), timeout_s=120)
         time.sleep(offset)
         pid = process.pid
-        alive = (process.poll() is None) if hasattr(process, "poll") else process.is_alive()
+        alive = (process.poll() is None) if isinstance(process, subprocess.Popen) else process.is_alive()
         assert pid is not None
         if alive:
             os.kill(pid, signal.SIGKILL)
-        if hasattr(process, "wait"):
+        code: int | None
+        if isinstance(process, subprocess.Popen):
             code = process.wait()
         else:
             process.join()
@@ -182,7 +186,7 @@ def test_sigkill_at_random_moments_loses_nothing_and_repeats_nothing(memory_home
     span_s = (time.monotonic() - began) * 1.1
 
     rng_for = {trial: random.Random(SEED + trial) for trial in range(TRIALS)}
-    report: dict[int, dict] = {}
+    report: dict[int, dict[str, Any]] = {}
     for first in range(0, TRIALS, BATCH):
         batch = list(range(first, min(first + BATCH, TRIALS)))
         outcome = run_children(home, batch, rng_for, span_s)

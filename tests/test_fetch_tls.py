@@ -54,7 +54,7 @@ class TLSSite:
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(cert, key)
 
-        def remember_sni(sock: ssl.SSLSocket, server_name: str | None, _ctx: ssl.SSLContext) -> None:
+        def remember_sni(sock: ssl.SSLSocket | ssl.SSLObject, server_name: str | None, _ctx: ssl.SSLContext) -> None:
             site.sni.append(server_name)
 
         context.sni_callback = remember_sni

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from pensieve import __version__
-from pensieve.sources import list_sources, split_front_matter
+from pensieve.front_matter import split_front_matter
+from pensieve.source_archive import list_sources
 from pensieve.tools.registry import ToolError
 from pensieve.tools.web import fetch_url
 from pensieve.web.fetcher import Fetcher
@@ -379,12 +380,12 @@ def test_sources_command_does_not_import_litellm(web_home: Home, tmp_path: Path)
 def test_a_page_reached_through_a_redirect_and_directly_is_one_source(tmp_path: Path, redirect_first: bool) -> None:
     """Concurrent fetches archive in the order they finish: whichever way the page was
     reached first, it is one source, and both URLs find it (no fetch again on a re-run)."""
-    from pensieve.sources import SourceArchive
+    from pensieve.source_archive import SourceArchive
 
     archive = SourceArchive(tmp_path)
-    page = {"title": "T", "content_type": "text/html", "body": b"<p>x</p>", "text": "x"}
-    redirect = {"url": "http://h.example/chain/2", "final_url": "http://h.example/article"}
-    direct = {"url": "http://h.example/article", "final_url": "http://h.example/article"}
+    page: dict[str, Any] = {"title": "T", "content_type": "text/html", "body": b"<p>x</p>", "text": "x"}
+    redirect: dict[str, Any] = {"url": "http://h.example/chain/2", "final_url": "http://h.example/article"}
+    direct: dict[str, Any] = {"url": "http://h.example/article", "final_url": "http://h.example/article"}
     first, second = (redirect, direct) if redirect_first else (direct, redirect)
     one, new = archive.add(**first, **page)
     two, again = archive.add(**second, **page)

@@ -321,7 +321,7 @@ def test_a_read_only_workspace(home: Home) -> None:
         workspace.chmod(0o700)
 
 
-BAD_CONFIGS = {
+BAD_CONFIGS: dict[str, tuple[str | bytes, str]] = {
     "bad-yaml": ("llm: {model: [unclosed\n", "bad YAML"),
     "tabs": ("llm:\n\tmodel: x\n", "bad YAML"),
     "not-a-mapping": ("- a\n- b\n", "top level must be a mapping"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from pensieve.stages import STAGE_NAMES, STAGES
 from tests.conftest import Home
@@ -36,8 +37,9 @@ ARTIFACTS = {
 }
 
 
-def status_of(home: Home, pid: str) -> dict:
-    return json.loads((home.project_dir(pid) / "status.json").read_text())
+def status_of(home: Home, pid: str) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((home.project_dir(pid) / "status.json").read_text())
+    return doc
 
 
 def test_stage_table_matches_the_spec() -> None:

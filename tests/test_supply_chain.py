@@ -9,6 +9,7 @@ import sys
 import tomllib
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 MALICIOUS_LITELLM = ("1.82.7", "1.82.8", "1.107.0")
@@ -21,7 +22,7 @@ def _name(value: str) -> str:
     return re.sub(r"[-_.]+", "-", value).lower()
 
 
-def pyproject() -> dict:
+def pyproject() -> dict[str, Any]:
     return tomllib.loads((REPO / "pyproject.toml").read_text())
 
 

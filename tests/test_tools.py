@@ -11,7 +11,7 @@ import pytest
 from pensieve import prompts
 from pensieve.config import Settings
 from pensieve.events import EventLog
-from pensieve.projects import new_project
+from pensieve.project_list import new_project
 from pensieve.stages import BY_NAME, STAGES
 from pensieve.tools import catalog
 from pensieve.tools.projects import list_projects
@@ -86,12 +86,13 @@ async def test_list_projects_omits_projects_without_brief_or_status(tmp_path: Pa
 
 def test_every_prompt_renders_and_a_missing_variable_raises(tmp_path: Path) -> None:
     from pensieve.agent import AgentRun, system_prompt
-    from pensieve.progress import PlainReporter
+    from pensieve.model_client import StageModelClient
 
     base = ctx_for(tmp_path)
     for stage in STAGES:
         ctx = ToolContext(base.project, stage, Settings(), base.events, {})
-        run = AgentRun(ctx, [], {"web_search": "no provider"}, "openai/x", PlainReporter(), print, print)
+        client = StageModelClient(stage.name, "openai/x", Settings(), base.events, print, lambda: None)
+        run = AgentRun(ctx, [], {"web_search": "no provider"}, client)
         rendered = system_prompt(run)
         assert "{{" not in rendered and stage.writes in rendered and f"`{stage.name}`" in rendered
         assert "web_search is not available in this run: no provider" in rendered

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pensieve.status import load_status, save_status
 from tests.conftest import Home, Invocation
 from tests.test_topics_library import BRIEF, NOTES
 from tests.topic_library import TOPICS, write_library
@@ -79,6 +80,11 @@ def test_capture_command(home: Home) -> None:
     _one_line_usage_error(home.run("topics", "capture", pid))  # no artifacts yet
     (project / "topic_brief.md").write_text(BRIEF)
     (project / "research_notes.md").write_text(NOTES)
+    _one_line_usage_error(refused := home.run("topics", "capture", pid))  # artifacts, but not complete
+    assert f"project {pid} is pending, not complete" in refused.stderr
+    status = load_status(project / "status.json")
+    status.status = "complete"
+    save_status(project / "status.json", status)
     result = home.run("topics", "capture", pid)
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == "how-b-trees-keep-databases-fast"

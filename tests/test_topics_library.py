@@ -10,6 +10,7 @@ import pytest
 from pensieve.errors import UsageError
 from pensieve.topics.capture import capture_project
 from pensieve.topics.chunking import MAX_CHUNK_WORDS, SNIPPET_CHARS, chunk_topic
+from pensieve.status import Status, save_status
 from pensieve.topics.library import (
     Topic,
     TopicFormatError,
@@ -160,6 +161,9 @@ def _finished_project(tmp_path: Path, pid: str = "btrees") -> tuple[Workspace, P
     project_dir.mkdir(parents=True)
     (project_dir / "topic_brief.md").write_text(BRIEF)
     (project_dir / "research_notes.md").write_text(NOTES)
+    status = Status.new(pid, workspace.name)
+    status.status = "complete"  # only finished projects are captured
+    save_status(project_dir / "status.json", status)
     return workspace, project_dir
 
 

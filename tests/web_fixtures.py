@@ -72,12 +72,8 @@ async def tool_context(
         environ=dict(os.environ),
         force=force,
         summarize=summarize,
-        run_state={},
     )
     try:
         yield ctx
     finally:
-        for value in ctx.run_state.values():
-            close = getattr(value, "aclose", None)
-            if close is not None:
-                await close()
+        await ctx.resources.aclose()

@@ -12,10 +12,10 @@ Checks, without a model:
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
-from pensieve.citations.sources import Source
+from pensieve.citations.cited_sources import CitedSource
+from pensieve.citations.summary import CheckSummary, FileSummary, Problem
 from pensieve.citations.text import (
     CITE_GROUP,
     NUMBER_GROUP,
@@ -24,6 +24,7 @@ from pensieve.citations.text import (
     citation_count,
     cited_ids,
     normalize,
+    normalize_citations,
     paragraphs,
     parse_fact_table,
     quoted_spans,
@@ -31,23 +32,11 @@ from pensieve.citations.text import (
     split_references,
     strip_code,
 )
-from pensieve.sources import normalize_url
+from pensieve.source_archive import normalize_url
 
 # The artifacts that cite sources, in pipeline order; final.md is numbered for the reader.
 CITING_FILES = ("research_notes.md", "draft_v1.md", "draft_v2.md", "final.md")
 UNSUPPORTED = ("contradicted", "not found", "uncited")
-
-
-@dataclass(frozen=True)
-class Problem:
-    file: str
-    kind: str  # unknown_citation | unfetched_url | quote_not_in_source | missing_reference |
-    #            orphan_reference | duplicate_reference | reference_mismatch | low_citation_share |
-    #            unaddressed_claim
-    detail: str
-
-    def __str__(self) -> str:
-        return f"{self.file}: {self.kind}: {self.detail}"
 
 
 @dataclass
@@ -76,18 +65,24 @@ class CheckReport:
     def citations_checked(self) -> int:
         return sum(f.citations for f in self.files.values()) + self.quotes_checked
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "sources": self.sources,
-            "citations_checked": self.citations_checked,
-            "quotes_checked": self.quotes_checked,
-            "files": {
-                name: {**asdict(figures), "cited_paragraph_share": figures.cited_share}
+    def summary(self) -> CheckSummary:
+        """The figures and problems as status.json keeps them and `pensieve check --json` prints them."""
+        return CheckSummary(
+            ok=self.ok,
+            sources=self.sources,
+            citations_checked=self.citations_checked,
+            quotes_checked=self.quotes_checked,
+            files={
+                name: FileSummary(
+                    citations=figures.citations,
+                    paragraphs=figures.paragraphs,
+                    cited_paragraphs=figures.cited_paragraphs,
+                    cited_paragraph_share=figures.cited_share,
+                )
                 for name, figures in self.files.items()
             },
-            "problems": [asdict(p) for p in self.problems],
-        }
+            problems=list(self.problems),
+        )
 
 
 def _url_key(url: str) -> str:
@@ -96,7 +91,7 @@ def _url_key(url: str) -> str:
     return normalize_url(url).rstrip("/")
 
 
-def _known_urls(sources: dict[str, Source]) -> set[str]:
+def _known_urls(sources: dict[str, CitedSource]) -> set[str]:
     return {_url_key(u) for s in sources.values() for u in (s.url, s.final_url, *s.also) if u}
 
 
@@ -117,7 +112,7 @@ def _reference_entries(section: str) -> list[tuple[str, str]]:
     return entries
 
 
-def check_text(name: str, text: str, sources: dict[str, Source], min_share: float, report: CheckReport) -> None:
+def check_text(name: str, text: str, sources: dict[str, CitedSource], min_share: float, report: CheckReport) -> None:
     article, _notes = split_notes(strip_code(text))
     body, references = split_references(article)
     figures = FileFigures()
@@ -195,7 +190,7 @@ def _sort_key(label: str) -> tuple[int, str]:
     return (int(digits) if digits else 0, label)
 
 
-def check_fact_table(text: str, sources: dict[str, Source], report: CheckReport) -> list[str]:
+def check_fact_table(text: str, sources: dict[str, CitedSource], report: CheckReport) -> list[str]:
     """Verify each evidence quotation against its source; returns the unsupported claim numbers."""
     unsupported = []
     rows = parse_fact_table(text)
@@ -214,7 +209,7 @@ def check_fact_table(text: str, sources: dict[str, Source], report: CheckReport)
         for span in spans:
             report.quotes_checked += 1
             wanted = normalize(span)
-            found = any(sid in sources and wanted in normalize(sources[sid].text) for sid in ids)
+            found = any(sid in sources and _quoted_in(wanted, sources[sid].text) for sid in ids)
             if not found:
                 where = ", ".join(ids) or "no source id"
                 report.problems.append(
@@ -225,6 +220,11 @@ def check_fact_table(text: str, sources: dict[str, Source], report: CheckReport)
                     )
                 )
     return unsupported
+
+
+def _quoted_in(wanted: str, source_text: str) -> bool:
+    # The table was normalised like every text; a page that itself reads "(S1)" was not.
+    return wanted in normalize(source_text) or wanted in normalize(normalize_citations(source_text))
 
 
 def check_revision_notes(draft_v2: str, unsupported: list[str], report: CheckReport) -> None:
@@ -241,10 +241,12 @@ def check_revision_notes(draft_v2: str, unsupported: list[str], report: CheckRep
 
 
 def run_check(
-    texts: dict[str, str], sources: dict[str, Source], min_share: float, upto: str | None = None
+    texts: dict[str, str], sources: dict[str, CitedSource], min_share: float, upto: str | None = None
 ) -> CheckReport:
     """Check the given artifacts (name -> text). `upto` limits the check to files a stage has produced."""
     report = CheckReport(sources=len(sources))
+    # Every form a model writes ([s1], (S1), [S1; S2], [S1, p. 4]...) is checked as [S1].
+    texts = {name: normalize_citations(text) for name, text in texts.items()}
     order = list(CITING_FILES)
     if upto is not None:
         order = order[: order.index(upto) + 1]

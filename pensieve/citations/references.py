@@ -8,50 +8,66 @@ from __future__ import annotations
 
 import re
 
-from pensieve.citations.sources import Source
-from pensieve.citations.text import CITE_GROUP, SOURCE_ID, cited_ids, split_notes, split_references
+from pensieve.citations.cited_sources import CitedSource
+from pensieve.citations.text import (
+    CITE_GROUP,
+    SOURCE_ID,
+    cited_ids,
+    drop_footnote_definitions,
+    normalize_citations,
+    split_notes,
+    split_references,
+)
 
 
-def _title(source: Source) -> str:
+def _canonical(text: str) -> str:
+    """Citations in the one form the code below reads ([S1], [S1, S2]); the footnote
+    definitions a model may type are dropped like any reference list it writes."""
+    return drop_footnote_definitions(normalize_citations(text))
+
+
+def source_title(source: CitedSource) -> str:
+    """The source's title on one line, brackets made parentheses (safe inside `[...]`)."""
     return " ".join((source.title or "(untitled)").split()).replace("[", "(").replace("]", ")")
 
 
-def _url(source: Source) -> str:
+def source_url(source: CitedSource) -> str:
+    """Where the page was read: the URL after redirects."""
     return source.final_url or source.url
 
 
-def source_list(sources: dict[str, Source]) -> str:
+def source_list(sources: dict[str, CitedSource]) -> str:
     lines = ["## Sources", ""]
     if not sources:
         lines.append("(No pages were fetched: claims above are unsourced.)")
     for source in sorted(sources.values(), key=lambda s: int(s.id[1:])):
-        lines.append(f"- [{source.id}] {_title(source)} - {_url(source)} (fetched {source.fetched_at[:10]})")
+        lines.append(f"- [{source.id}] {source_title(source)} - {source_url(source)} (fetched {source.fetched_at[:10]})")
     return "\n".join(lines) + "\n"
 
 
-def with_source_list(text: str, sources: dict[str, Source]) -> str:
-    body, _ = split_references(text)
+def with_source_list(text: str, sources: dict[str, CitedSource]) -> str:
+    body, _ = split_references(_canonical(text))
     return f"{body.rstrip()}\n\n{source_list(sources)}"
 
 
-def with_references(text: str, sources: dict[str, Source]) -> str:
+def with_references(text: str, sources: dict[str, CitedSource]) -> str:
     """A draft: the model's reference list replaced by the cited, archived sources."""
-    article, notes = split_notes(text)
+    article, notes = split_notes(_canonical(text))
     body, _ = split_references(article)
     known = [sid for sid in cited_ids(body) if sid in sources]
     out = body.rstrip() + "\n"
     if known:
-        refs = [f"- [{sid}] {_title(sources[sid])} - {_url(sources[sid])}" for sid in known]
+        refs = [f"- [{sid}] {source_title(sources[sid])} - {source_url(sources[sid])}" for sid in known]
         out += "\n## References\n\n" + "\n".join(refs) + "\n"
     if notes:
         out += "\n" + notes.rstrip() + "\n"
     return out
 
 
-def numbered_for_reader(text: str, sources: dict[str, Source]) -> str:
+def numbered_for_reader(text: str, sources: dict[str, CitedSource]) -> str:
     """The final article: [S3] becomes [1] in order of first use; unknown ids are left as
     they are so the check reports them by name."""
-    article, _notes = split_notes(text)
+    article, _notes = split_notes(_canonical(text))
     body, _ = split_references(article)
     order = [sid for sid in cited_ids(body) if sid in sources]
     number = {sid: index for index, sid in enumerate(order, start=1)}
@@ -64,6 +80,6 @@ def numbered_for_reader(text: str, sources: dict[str, Source]) -> str:
 
     body = CITE_GROUP.sub(renumber, body).rstrip() + "\n"
     if order:
-        refs = [f"{number[sid]}. {_title(sources[sid])} - {_url(sources[sid])}" for sid in order]
+        refs = [f"{number[sid]}. {source_title(sources[sid])} - {source_url(sources[sid])}" for sid in order]
         body += "\n## References\n\n" + "\n".join(refs) + "\n"
     return body

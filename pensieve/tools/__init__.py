@@ -1,63 +1,53 @@
-"""The tool catalog: every tool Pensieve has, by name.
+"""The tool catalog: every tool Pensieve has, in the order of the spec's tool matrix.
 
-A family of tools slots in by adding its module to `_FAMILIES`; a module that defines
-no tool of a matrix name simply leaves that tool unavailable (never offered).
+Adding a tool: write it as one typed async function in its family's module, decorated with
+`@tool(default_limit=N)` (plus `unavailable=` if it depends on configuration); add it to
+`CATALOG` and its cap to `pensieve.config.DEFAULT_TOOL_LIMITS` (a test checks the two
+agree); name it in the `tools` column of the stages that may use it (`pensieve/stages.py`).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-from pensieve.config import Settings
+from pensieve.tools.files import read_project_file, write_project_file
+from pensieve.tools.projects import list_projects
 from pensieve.tools.registry import Tool
+from pensieve.tools.stats import text_stats
+from pensieve.tools.topics import search_topics
+from pensieve.tools.web import fetch_url, web_search
 
-TOOL_NAMES: tuple[str, ...] = (
-    "web_search",
-    "fetch_url",
-    "search_topics",
-    "read_project_file",
-    "write_project_file",
-    "text_stats",
-    "list_projects",
+if TYPE_CHECKING:
+    from pensieve.config import Settings
+
+CATALOG: tuple[Tool, ...] = (
+    web_search,
+    fetch_url,
+    search_topics,
+    read_project_file,
+    write_project_file,
+    text_stats,
+    list_projects,
 )
-
-_FAMILIES = (
-    "pensieve.tools.files",
-    "pensieve.tools.stats",
-    "pensieve.tools.projects",
-    "pensieve.tools.web",
-    "pensieve.tools.topics",
-)
-
-_catalog: dict[str, Tool] | None = None
+TOOL_NAMES: tuple[str, ...] = tuple(t.name for t in CATALOG)
+_BY_NAME: Mapping[str, Tool] = MappingProxyType({t.name: t for t in CATALOG})
 
 
-def catalog() -> dict[str, Tool]:
-    global _catalog
-    if _catalog is None:
-        found: dict[str, Tool] = {}
-        for module_name in _FAMILIES:
-            module = importlib.import_module(module_name)
-            for value in vars(module).values():
-                if isinstance(value, Tool) and value.name in TOOL_NAMES:
-                    found[value.name] = value
-        _catalog = found
-    return _catalog
+def catalog() -> Mapping[str, Tool]:
+    """Every tool by name, in catalog order."""
+    return _BY_NAME
 
 
 def offered_tools(
     names: tuple[str, ...], settings: Settings, environ: Mapping[str, str]
 ) -> tuple[list[Tool], dict[str, str]]:
     """The tools of a stage's column that are usable now, and why the others are not."""
-    tools = catalog()
     offered: list[Tool] = []
     missing: dict[str, str] = {}
     for name in names:
-        found = tools.get(name)
-        if found is None:
-            missing[name] = "not installed in this version"
-            continue
+        found = _BY_NAME[name]  # a stage's column names only catalog tools (tests/test_tool_catalog.py)
         reason = found.unavailable(settings, environ)
         if reason:
             missing[name] = reason

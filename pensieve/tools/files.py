@@ -77,7 +77,7 @@ def resolve_inside(root: Path, relative: PurePosixPath) -> Path:
     return target
 
 
-@tool
+@tool(default_limit=40)
 async def read_project_file(ctx: ToolContext, filename: str) -> str:
     """Read a file from the current project directory (for example an earlier stage's artifact).
 
@@ -100,7 +100,7 @@ async def read_project_file(ctx: ToolContext, filename: str) -> str:
     return wrap(name, cap(sanitize(text, collapse_whitespace=False), MAX_READ_CHARS))
 
 
-@tool
+@tool(default_limit=20)
 async def write_project_file(ctx: ToolContext, filename: str, content: str) -> str:
     """Write a file in the current project directory, replacing it if it exists.
 
@@ -121,7 +121,7 @@ async def write_project_file(ctx: ToolContext, filename: str, content: str) -> s
         target = ctx.project.dir / relative
     else:
         raise ToolError(
-            f"{ctx.stage.name} may write only {ctx.stage.writes!r} or files under 'scratch/'; {name!r} refused"
+            f"{ctx.stage.name} may write only {str(ctx.stage.writes)!r} or files under 'scratch/'; {name!r} refused"
         )
     resolve_inside(ctx.project.dir, relative)
     try:

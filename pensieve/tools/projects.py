@@ -11,7 +11,7 @@ PROJECT_STATES = frozenset({"pending", "running", "paused", "complete", "error"}
 
 
 def project_summaries(ctx: ToolContext) -> list[dict[str, Any]]:
-    from pensieve.projects import summarize_projects
+    from pensieve.project_list import summarize_projects
 
     return [
         {"id": row.id, "brief": sanitize(row.brief)[:2000], "status": row.status}
@@ -20,7 +20,7 @@ def project_summaries(ctx: ToolContext) -> list[dict[str, Any]]:
     ]
 
 
-@tool
+@tool(default_limit=5)
 async def list_projects(ctx: ToolContext) -> list[dict[str, Any]]:
     """List every project (article) in the current workspace with its id, brief and pipeline status.
 

@@ -13,19 +13,35 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, create_model
 
 if TYPE_CHECKING:
     from pensieve.config import Settings
-    from pensieve.events import EventLog
+    from pensieve.events import EventSink
     from pensieve.stages import Stage
+    from pensieve.tools.web import WebState
     from pensieve.workspace import Project
 
 
 class ToolError(Exception):
     """An expected failure the model can act on (bad path, HTTP error, refusal...)."""
+
+
+@dataclass
+class RunResources:
+    """What every stage of one run shares; the runner closes it once when the run ends."""
+
+    # HTTP clients, robots.txt cache and fetch bookkeeping: opened by the first web tool call.
+    web: WebState | None = None
+    # Tools the run has already told the user are unavailable (said once, not per stage).
+    noted: set[str] = field(default_factory=set)
+
+    async def aclose(self) -> None:
+        web, self.web = self.web, None
+        if web is not None:
+            await web.aclose()
 
 
 @dataclass
@@ -35,13 +51,12 @@ class ToolContext:
     project: Project
     stage: Stage
     settings: Settings
-    events: EventLog
+    events: EventSink
     environ: Mapping[str, str]
     force: bool = False
     # One extra model call with the stage's model, counted in its usage (fetch_url summary).
     summarize: Callable[[str, str], Awaitable[str]] | None = None
-    # State shared by every stage of one run (HTTP clients, robots.txt cache, rate limiter).
-    run_state: dict[str, Any] = field(default_factory=dict)
+    resources: RunResources = field(default_factory=RunResources)
 
 
 ToolFunction = Callable[..., Awaitable[Any]]
@@ -59,8 +74,14 @@ class Tool:
     description: str
     schema: dict[str, Any]
     arguments: type[BaseModel]
+    # Calls allowed per stage unless the config's `limits.<name>` says otherwise.
+    default_limit: int
     # Returns None when usable, else the reason it is not offered.
     unavailable: Availability = _always
+
+    async def __call__(self, ctx: ToolContext, /, **arguments: Any) -> Any:
+        """Run the function itself, as a test does: no validation, no cap, no error wrapping."""
+        return await self.function(ctx, **arguments)
 
     def openai_schema(self) -> dict[str, Any]:
         return {
@@ -101,18 +122,12 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return "\n".join(summary).strip(), params
 
 
-@overload
-def tool(function: ToolFunction, *, unavailable: Availability = ...) -> Tool: ...
+def tool(*, default_limit: int, unavailable: Availability = _always) -> Callable[[ToolFunction], Tool]:
+    """Decorate `async def name(ctx: ToolContext, arg: type, ...) -> result` to make it a Tool.
 
-
-@overload
-def tool(function: None = None, *, unavailable: Availability = ...) -> Callable[[ToolFunction], Tool]: ...
-
-
-def tool(
-    function: ToolFunction | None = None, *, unavailable: Availability = _always
-) -> Tool | Callable[[ToolFunction], Tool]:
-    """Make a Tool from `async def name(ctx: ToolContext, arg: type, ...) -> result`."""
+    `default_limit` is the tool's per-stage call cap; `unavailable` says why the tool cannot
+    be offered in this configuration (None when it can).
+    """
 
     def build(fn: ToolFunction) -> Tool:
         description, param_docs = _parse_docstring(fn.__doc__ or "")
@@ -135,20 +150,9 @@ def tool(
             prop.pop("title", None)
         schema.setdefault("properties", {})
         schema["additionalProperties"] = False
-        return Tool(fn.__name__, fn, description, schema, model, unavailable)
+        return Tool(fn.__name__, fn, description, schema, model, default_limit, unavailable)
 
-    if function is not None:
-        return build(function)
     return build
-
-
-def format_validation_error(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors()[:5]:
-        where = ".".join(str(p) for p in item["loc"]) or "arguments"
-        msg = "unknown argument" if item["type"] == "extra_forbidden" else item["msg"]
-        parts.append(f"{where}: {msg}")
-    return "; ".join(parts)
 
 
 def render_result(value: Any) -> str:

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pensieve.errors import PensieveError
-from pensieve.tools.registry import Tool, ToolContext, ToolError, tool
+from pensieve.events import EventKind
+from pensieve.tools.registry import ToolContext, ToolError, tool
 from pensieve.untrusted import cap, sanitize, wrap
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ def _embedding_unavailable(_settings: Settings, _environ: Mapping[str, str]) -> 
     return None
 
 
+@tool(default_limit=10, unavailable=_embedding_unavailable)
 async def search_topics(ctx: ToolContext, query: str) -> str:
     """Search this workspace's topic memory (notes from earlier articles) by meaning, not keywords.
 
@@ -58,7 +60,7 @@ async def search_topics(ctx: ToolContext, query: str) -> str:
         # Topic memory is an aid: a broken model install should not end the article.
         raise ToolError(f"topic memory is unavailable: {exc}") from None
     for problem in result.report.problems:
-        ctx.events.emit("topics_warning", ctx.stage.name, message=problem)
+        ctx.events.emit(EventKind.TOPICS_WARNING, ctx.stage.name, message=problem)
     if not result.hits:
         return "[]"
     items = [
@@ -70,7 +72,3 @@ async def search_topics(ctx: ToolContext, query: str) -> str:
         for hit in result.hits
     ]
     return wrap("workspace topic library", json.dumps(items, ensure_ascii=False, indent=1))
-
-
-# Not a bare `@tool`: the catalog needs the availability check alongside the function.
-SEARCH_TOPICS: Tool = tool(search_topics, unavailable=_embedding_unavailable)

@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Literal
 import httpx
 
 from pensieve import llm
-from pensieve.redact import scrub
-from pensieve.sources import Source, SourceArchive, normalize_url
-from pensieve.tools.registry import Tool, ToolContext, ToolError, tool
+from pensieve.events import EventKind
+from pensieve.redact import scrub, scrub_key
+from pensieve.source_archive import ArchivedSource as Source
+from pensieve.source_archive import SourceArchive, normalize_url
+from pensieve.tools.registry import ToolContext, ToolError, tool
 from pensieve.untrusted import cap, sanitize, wrap
 from pensieve.web.extract import decode, extract
 from pensieve.web.fetcher import Fetcher, FetchError
@@ -34,7 +36,6 @@ if TYPE_CHECKING:
 
 SEARCH_KEY_ENV = "SEARCH_API_KEY"
 PAGE_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/plain"})
-RUN_STATE_KEY = "web"
 
 SUMMARY_INSTRUCTIONS = (
     "You summarise one web page for a researcher writing a cited article. The page arrives "
@@ -47,13 +48,27 @@ SUMMARY_INSTRUCTIONS = (
 
 @dataclass
 class WebState:
-    """Per-run web machinery, kept in ToolContext.run_state and closed when the run ends."""
+    """Per-run web machinery, kept in the run's `RunResources` and closed when the run ends."""
 
     fetcher: Fetcher
     robots: RobotsCache
     search_client: httpx.AsyncClient
     refetched: set[str] = field(default_factory=set)  # URLs fetched anew in this run (--force)
-    network_fetches: int = 0
+
+    @classmethod
+    def open(cls, settings: Settings) -> WebState:
+        fetch = settings.fetch
+        fetcher = Fetcher(
+            policy=None if fetch.allow_private_hosts else refusal,
+            max_redirects=fetch.max_redirects,
+            timeout_s=fetch.timeout_s,
+            ca_file=fetch.ca_file,
+        )
+        return cls(
+            fetcher=fetcher,
+            robots=RobotsCache(fetcher, fetch.timeout_s),
+            search_client=httpx.AsyncClient(timeout=httpx.Timeout(settings.search.timeout_s)),
+        )
 
     async def aclose(self) -> None:
         self.robots.close()
@@ -62,23 +77,11 @@ class WebState:
 
 
 def web_state(ctx: ToolContext) -> WebState:
-    state = ctx.run_state.get(RUN_STATE_KEY)
-    if isinstance(state, WebState):
-        return state
-    fetch = ctx.settings.fetch
-    fetcher = Fetcher(
-        policy=None if fetch.allow_private_hosts else refusal,
-        max_redirects=fetch.max_redirects,
-        timeout_s=fetch.timeout_s,
-        ca_file=fetch.ca_file,
-    )
-    new = WebState(
-        fetcher=fetcher,
-        robots=RobotsCache(fetcher, fetch.timeout_s),
-        search_client=httpx.AsyncClient(timeout=httpx.Timeout(ctx.settings.search.timeout_s)),
-    )
-    ctx.run_state[RUN_STATE_KEY] = new
-    return new
+    """The run's web machinery, opened on the first web tool call of the run."""
+    resources = ctx.resources
+    if resources.web is None:
+        resources.web = WebState.open(ctx.settings)
+    return resources.web
 
 
 # -- web_search ---------------------------------------------------------------------------------
@@ -96,6 +99,7 @@ def search_unavailable(settings: Settings, environ: Mapping[str, str]) -> str | 
     return None
 
 
+@tool(default_limit=10, unavailable=search_unavailable)
 async def web_search(ctx: ToolContext, query: str) -> str:
     """Search the web with a keyword query. Returns a JSON list of {title, url, snippet}.
 
@@ -126,11 +130,11 @@ async def web_search(ctx: ToolContext, query: str) -> str:
             timeout_s=settings.timeout_s,
         )
     except SearchError as exc:
-        message = _redact(str(exc), key)
-        ctx.events.emit("web_search", ctx.stage.name, provider=provider.name, error=message)
+        message = scrub_key(str(exc), key)
+        ctx.events.emit(EventKind.WEB_SEARCH, ctx.stage.name, provider=provider.name, error=message)
         raise ToolError(message) from None
     ctx.events.emit(
-        "web_search",
+        EventKind.WEB_SEARCH,
         ctx.stage.name,
         provider=provider.name,
         results=len(results),
@@ -147,14 +151,6 @@ async def web_search(ctx: ToolContext, query: str) -> str:
     if not items:
         return f"No results for {query!r}; try other keywords."
     return wrap(f"web_search {provider.name}: {query}", json.dumps(items, ensure_ascii=False, indent=1))
-
-
-# Built by call rather than as a decorator so the function keeps its type for mypy.
-web_search_tool: Tool = tool(web_search, unavailable=search_unavailable)
-
-
-def _redact(text: str, key: str) -> str:
-    return scrub(text.replace(key, "[REDACTED]") if key else text)
 
 
 # -- fetch_url ----------------------------------------------------------------------------------
@@ -179,7 +175,7 @@ async def _fetch_and_archive(ctx: ToolContext, url: str, need_raw: bool) -> _Pag
         raw_bytes = archive.raw(found) if need_raw else None
         if not need_raw or raw_bytes is not None:
             raw = decode(raw_bytes, None) if raw_bytes is not None else ""
-            ctx.events.emit("fetch", ctx.stage.name, url=url, source=found.id, from_archive=True)
+            ctx.events.emit(EventKind.FETCH, ctx.stage.name, url=url, source=found.id, from_archive=True)
             return _Page(found, found.title, archive.text(found), raw, "", True)
 
     fetch = ctx.settings.fetch
@@ -197,7 +193,6 @@ async def _fetch_and_archive(ctx: ToolContext, url: str, need_raw: bool) -> _Pag
         raise _failed(ctx, url, str(exc)) from None
     if response.status >= 400 or not 200 <= response.status < 300:
         raise _failed(ctx, url, f"{response.final_url} answered HTTP {response.status}")
-    state.network_fetches += 1
     state.refetched.add(key)
 
     # Extraction is CPU work (lxml); a thread keeps the other stages' calls moving.
@@ -218,7 +213,7 @@ async def _fetch_and_archive(ctx: ToolContext, url: str, need_raw: bool) -> _Pag
         text=text,
     )
     ctx.events.emit(
-        "fetch",
+        EventKind.FETCH,
         ctx.stage.name,
         url=url,
         final_url=response.final_url,
@@ -236,11 +231,11 @@ async def _fetch_and_archive(ctx: ToolContext, url: str, need_raw: bool) -> _Pag
 
 def _failed(ctx: ToolContext, url: str, reason: str) -> ToolError:
     message = f"could not fetch {url}: {reason}"
-    ctx.events.emit("fetch", ctx.stage.name, url=url, error=reason)
+    ctx.events.emit(EventKind.FETCH, ctx.stage.name, url=url, error=reason)
     return ToolError(message)
 
 
-@tool
+@tool(default_limit=25)
 async def fetch_url(ctx: ToolContext, url: str, mode: Literal["text", "raw", "summary"] = "text") -> str:
     """Fetch a web page and return its content (pages are kept in the project's sources/ archive).
 

@@ -15,6 +15,8 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pensieve.citations.references import source_title, source_url
+from pensieve.citations.text import bare_urls, normalize_citations
 from pensieve.errors import PensieveError, UsageError
 from pensieve.topics.chunking import HEADING
 from pensieve.topics.library import TopicFormatError, parse_topic, render_topic, topic_path, topic_slug
@@ -22,6 +24,7 @@ from pensieve.untrusted import sanitize
 from pensieve.workspace import Project, atomic_write_text
 
 if TYPE_CHECKING:
+    from pensieve.citations.cited_sources import CitedSource
     from pensieve.config import Settings
 
 BRIEF = "topic_brief.md"
@@ -34,7 +37,6 @@ MAX_SUMMARY_CHARS = 500
 _NOT_FACTS = {"sources", "open questions", "references"}
 _TITLE_PREFIXES = re.compile(r"^(topic brief|research notes)\s*[:\-–—]\s*", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*\S)\s*$")
-_URL = re.compile(r"https?://[^\s<>()\[\]\"'`]+")
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,45 @@ def _first_paragraph(lines: list[str]) -> str:
 
 def _shorten(text: str, limit: int) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
+    if len(text) <= limit:
+        return text
+    # A cut inside "[S1, S2]" would leave a citation no one can resolve: cut before it.
+    return re.sub(r"\s*\[[^\]]*$", "", text[:limit].rsplit(" ", 1)[0]) + " …"
+
+
+# A citation after normalize_citations ([S3], [S3, S7]); not a link's text ([S3](url)).
+_CITATION = re.compile(r"([ \t]*)\[(S\d+(?:, S\d+)*)\](?!\()")
+_MAX_LINK_TITLE = 120
+
+
+def _link(source: CitedSource) -> str:
+    url = source_url(source)
+    title = sanitize(source_title(source))
+    if not title or title == "(untitled)":
+        title = re.sub(r"^https?://(?:www\.)?", "", url).split("/", 1)[0] or "source"
+    title = _shorten(title, _MAX_LINK_TITLE).replace("[", "(").replace("]", ")")
+    # Markdown link targets end at ")" or whitespace: escape them.
+    target = url.replace(" ", "%20").replace("(", "%28").replace(")", "%29").replace("<", "%3C").replace(">", "%3E")
+    return f"[{title}]({target})"
+
+
+def cite_by_title(text: str, sources: dict[str, CitedSource]) -> str:
+    """`[S3]` becomes `([Title](https://...))`: source ids belong to one project, a topic
+    file outlives it. Ids not in the archive are dropped, so no bare `[S3]` is left."""
+
+    def replace(match: re.Match[str]) -> str:
+        links = [_link(sources[sid]) for sid in match.group(2).split(", ") if sid in sources]
+        if not links:
+            return ""
+        space = match.group(1) or (" " if match.start() and not text[match.start() - 1].isspace() else "")
+        return f"{space}({'; '.join(links)})"
+
+    text = normalize_citations(text)
+    return _CITATION.sub(replace, text)
+
+
+def _without_citations(text: str) -> str:
+    return _CITATION.sub("", normalize_citations(text))
 
 
 def brief_title_and_summary(brief: str, fallback_title: str) -> tuple[str, str]:
@@ -119,8 +159,7 @@ def notes_open_questions(notes: str) -> list[str]:
 
 def source_urls(text: str) -> list[str]:
     seen: dict[str, None] = {}
-    for match in _URL.finditer(text):
-        url = match.group(0).rstrip(".,;:!?*_")
+    for url in bare_urls(text):
         seen.setdefault(url, None)
         if len(seen) >= MAX_SOURCES:
             break
@@ -148,11 +187,27 @@ def _choose_path(project: Project, title: str) -> tuple[str, Path, bool]:
     raise UsageError(f"too many topics named {base!r}; rename some in {project.workspace.topics_dir}")
 
 
+def _require_complete(project: Project) -> None:
+    """Only a finished article feeds topic memory: a failed or unfinished one may hold junk."""
+    from pensieve.status import load_status
+
+    state = load_status(project.status_path, keep_copy=False).status
+    if state != "complete":
+        raise UsageError(
+            f"project {project.id} is {state}, not complete; only finished projects are captured "
+            f"(see `pensieve status {project.id}`, then `pensieve run {project.id}`)"
+        )
+
+
 def capture_project(project: Project, today: date | None = None) -> Captured:
-    """Write (or update) the topic file for a project from its brief and research notes."""
+    """Write (or update) the topic file for a complete project from its brief and research notes."""
+    from pensieve.citations.cited_sources import load_sources
+
+    _require_complete(project)
     brief = _read(project, BRIEF)
-    notes = _read(project, NOTES)
+    notes = normalize_citations(_read(project, NOTES))
     title, summary = brief_title_and_summary(brief, fallback_title=project.id)
+    title, summary = _without_citations(title).strip() or project.id, _without_citations(summary).strip()
     day = (today or date.today()).isoformat()
     parts = [f"Captured from project `{project.id}` on {day}."]
     if summary:
@@ -169,7 +224,7 @@ def capture_project(project: Project, today: date | None = None) -> Captured:
     slug, path, existed = _choose_path(project, title)
     text = render_topic(
         title,
-        "\n\n".join(parts),
+        cite_by_title("\n\n".join(parts), load_sources(project.dir)),
         summary=summary,
         sources=source_urls(notes),
         updated=day,
@@ -184,7 +239,7 @@ async def capture_on_complete(project: Project, settings: Settings) -> None:
 
     A capture that fails is logged, never fatal: the article itself is finished.
     """
-    from pensieve.events import EventLog
+    from pensieve.events import EventKind, EventLog
 
     if not settings.topics.capture:
         return
@@ -192,6 +247,6 @@ async def capture_on_complete(project: Project, settings: Settings) -> None:
     try:
         captured = await asyncio.to_thread(capture_project, project)
     except (PensieveError, OSError) as exc:
-        events.emit("topic_capture_failed", None, error=str(exc))
+        events.emit(EventKind.TOPIC_CAPTURE_FAILED, None, error=str(exc))
         return
-    events.emit("topic_captured", None, slug=captured.slug, path=str(captured.path))
+    events.emit(EventKind.TOPIC_CAPTURED, None, slug=captured.slug, path=str(captured.path))

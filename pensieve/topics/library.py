@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from pensieve.errors import UsageError
+from pensieve.front_matter import FrontMatterError, parse_front_matter, render_front_matter
+from pensieve.hashing import sha256_of_bytes
 from pensieve.workspace import TMP_PREFIX, Workspace, atomic_write_text, check_name, slugify
 
 TOPIC_SUFFIX = ".md"
 # A topic file is notes, not a book; anything bigger is almost surely a mistake and would
 # make every index update slow.
 MAX_TOPIC_BYTES = 1_000_000
-
-_FENCE = re.compile(r"\A---[ \t]*\r?\n(.*?)^(?:---|\.\.\.)[ \t]*\r?$\n?", re.DOTALL | re.MULTILINE)
 
 
 class TopicFormatError(ValueError):
@@ -69,18 +69,13 @@ def _string_list(key: str, value: Any) -> tuple[str, ...]:
 
 def parse_topic(slug: str, text: str) -> Topic:
     """Parse a topic file's text. Raises TopicFormatError saying what is wrong."""
-    import yaml  # local: only commands that read topics pay for it
-
-    text = text.removeprefix("\ufeff")
-    match = _FENCE.match(text)
-    if not match:
-        raise TopicFormatError("no front matter: the file must start with '---', YAML with a title, then '---'")
     try:
-        data = yaml.safe_load(match.group(1))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 2}" if mark is not None else ""
-        raise TopicFormatError(f"bad YAML in front matter{where}: {getattr(exc, 'problem', None) or exc}") from None
+        parsed = parse_front_matter(text.removeprefix("\ufeff"))
+    except FrontMatterError as exc:
+        raise TopicFormatError(str(exc)) from None
+    if parsed is None:
+        raise TopicFormatError("no front matter: the file must start with '---', YAML with a title, then '---'")
+    data, body = parsed
     if not isinstance(data, dict):
         raise TopicFormatError("front matter must be a mapping with at least 'title'")
     title = data.get("title")
@@ -100,7 +95,7 @@ def parse_topic(slug: str, text: str) -> Topic:
     return Topic(
         slug=slug,
         title=" ".join(title.split()),
-        body=text[match.end() :].strip("\n"),
+        body=body.strip("\n"),
         tags=_string_list("tags", data.get("tags")),
         summary=summary.strip(),
         sources=_string_list("sources", data.get("sources")),
@@ -182,9 +177,7 @@ def render_topic(
     updated: str | None = None,
     extra: dict[str, Any] | None = None,
 ) -> str:
-    """The text of a topic file. YAML is produced by the dumper, so no value can break out."""
-    import yaml
-
+    """The text of a topic file."""
     front: dict[str, Any] = {"title": title}
     if summary:
         front["summary"] = summary
@@ -195,8 +188,7 @@ def render_topic(
     if updated:
         front["updated"] = updated
     front.update(extra or {})
-    header = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=100)
-    return f"---\n{header}---\n\n{body.strip()}\n"
+    return render_front_matter(front, body, width=100)
 
 
 def parse_tags(tags: str | None) -> list[str]:
@@ -205,10 +197,8 @@ def parse_tags(tags: str | None) -> list[str]:
 
 def topic_slug(title: str) -> str:
     """The file name for a title; a title with no ASCII letters or digits gets a stable hash."""
-    import hashlib
-
     if not re.search(r"[A-Za-z0-9]", title):
-        return "topic-" + hashlib.sha256(title.encode("utf-8")).hexdigest()[:10]
+        return "topic-" + sha256_of_bytes(title.encode("utf-8"))[:10]
     return slugify(title, max_len=60)
 
 

@@ -18,7 +18,9 @@ MAX_QUERY_CHARS = 2_000
 
 
 @dataclass
-class SearchResult:
+class TopicSearchResult:
+    """The topics a query found, and the index update made first."""
+
     hits: list[Hit]
     report: UpdateReport
 
@@ -37,16 +39,16 @@ def search_library(
     k: int,
     min_score: float,
     embedder: Callable[[], Embedder] = get_embedder,
-) -> SearchResult:
+) -> TopicSearchResult:
     """Up to k topics whose best chunk scores at least min_score, best first."""
     query = clean_query(query)
     if k < 1:
         raise UsageError(f"k must be at least 1, not {k}")
     report = update_index(workspace, embedder)
     if not report.index.vectors.shape[0]:
-        return SearchResult([], report)
+        return TopicSearchResult([], report)
     vector = embedder().encode([query])[0]
-    return SearchResult(report.index.query(vector, k, min_score), report)
+    return TopicSearchResult(report.index.query(vector, k, min_score), report)
 
 
 def reindex_library(workspace: Workspace, embedder: Callable[[], Embedder] = get_embedder) -> UpdateReport:

@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from pensieve.redact import scrub
+from pensieve.redact import scrub_key
 
 _TAGS = re.compile(r"<[^>]+>")
 
@@ -31,13 +31,10 @@ class SearchError(Exception):
 
 
 @dataclass(frozen=True)
-class SearchResult:
+class WebSearchResult:
     title: str
     url: str
     snippet: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"title": self.title, "url": self.url, "snippet": self.snippet}
 
 
 @dataclass(frozen=True)
@@ -115,10 +112,6 @@ PROVIDERS: dict[str, Provider] = {
 }
 
 
-def _redact(text: str, key: str) -> str:
-    return scrub(text.replace(key, "[REDACTED]") if key else text)
-
-
 def _plain(value: Any) -> str:
     # Brave marks matches with <strong>; snippets may carry entities.
     return html.unescape(_TAGS.sub("", str(value or ""))).strip()
@@ -148,7 +141,7 @@ async def search(
     max_results: int,
     base_url: str | None,
     timeout_s: float,
-) -> list[SearchResult]:
+) -> list[WebSearchResult]:
     base = (base_url or provider.base_url).rstrip("/")
     request = provider.build(base, query, key, max_results)
     request.extensions["timeout"] = httpx.Timeout(timeout_s).as_dict()
@@ -158,7 +151,7 @@ async def search(
     except httpx.TimeoutException:
         raise SearchError(f"{name} did not answer within {timeout_s:g}s (search.timeout_s)") from None
     except httpx.HTTPError as exc:
-        raise SearchError(_redact(f"cannot reach {name} ({type(exc).__name__}: {exc})", key)) from None
+        raise SearchError(scrub_key(f"cannot reach {name} ({type(exc).__name__}: {exc})", key)) from None
     status = response.status_code
     if status == 429:
         raise SearchError(f"{name} is rate-limiting requests (HTTP 429); search less often or try again later")
@@ -166,7 +159,7 @@ async def search(
         raise SearchError(f"{name} refused the API key (HTTP {status}); check SEARCH_API_KEY")
     if status >= 400:
         detail = _error_detail(response)
-        raise SearchError(_redact(f"{name} answered HTTP {status}" + (f": {detail}" if detail else ""), key))
+        raise SearchError(scrub_key(f"{name} answered HTTP {status}" + (f": {detail}" if detail else ""), key))
     try:
         data = response.json()
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -176,14 +169,14 @@ async def search(
     try:
         items = provider.parse(data)
     except SearchError as exc:
-        raise SearchError(_redact(str(exc), key)) from None
+        raise SearchError(scrub_key(str(exc), key)) from None
     title_key, url_key, snippet_key = provider.fields
-    results: list[SearchResult] = []
+    results: list[WebSearchResult] = []
     for item in items:
         url = str(item.get(url_key) or "").strip()
         if not url:
             continue
-        results.append(SearchResult(_plain(item.get(title_key)), url, _plain(item.get(snippet_key))))
+        results.append(WebSearchResult(_plain(item.get(title_key)), url, _plain(item.get(snippet_key))))
         if len(results) >= max_results:
             break
     return results

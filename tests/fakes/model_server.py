@@ -54,12 +54,96 @@ def hang(seconds: float) -> dict[str, Any]:
     return {"text": "too late", "delay": seconds}
 
 
+# Misbehaviours of real models, in the OpenAI wire format. Any reply may also carry
+# "finish_reason" to override the default ("tool_calls" with tool calls, else "stop").
+
+TEXT_CALL_FORMS = ("bare", "fenced", "tagged", "list", "parameters", "function", "string", "unescaped")
+
+
+def _call_object(name: str, arguments: dict[str, Any] | str, form: str) -> dict[str, Any]:
+    if form == "parameters":  # Llama 3.x style
+        return {"name": name, "parameters": arguments}
+    if form == "function":  # OpenAI's own wire shape, arguments as a JSON string
+        encoded = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        return {"type": "function", "function": {"name": name, "arguments": encoded}}
+    if form == "string":  # arguments as a JSON string
+        return {"name": name, "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)}
+    return {"name": name, "arguments": arguments}
+
+
+def text_calls(*items: tuple[str, dict[str, Any] | str], form: str = "bare", prose: str = "") -> dict[str, Any]:
+    """Tool calls written as message content instead of tool calls (small local models do it).
+
+    Forms: `bare` JSON objects one per line; `fenced` each in a ```json fence; `tagged` each in
+    <tool_call> tags (Qwen/Hermes); `list` one JSON list; `parameters` with "parameters"
+    for "arguments"; `function` as {"type": "function", "function": {...}}; `string` with the
+    arguments as a JSON string; `unescaped` with raw newlines inside strings. `prose` comes
+    first, as a model that explains itself writes it.
+    """
+    if form not in TEXT_CALL_FORMS:
+        raise ValueError(f"unknown text_call form {form!r}; one of {TEXT_CALL_FORMS}")
+    objects = [_call_object(name, arguments, form) for name, arguments in items]
+    if form == "list":
+        body = json.dumps(objects, indent=2)
+    elif form == "fenced":
+        body = "\n\n".join(f"```json\n{json.dumps(o, indent=2)}\n```" for o in objects)
+    elif form == "tagged":
+        body = "\n".join(f"<tool_call>\n{json.dumps(o)}\n</tool_call>" for o in objects)
+    elif form == "unescaped":  # assumes the content holds no literal backslash before an n
+        body = "\n".join(json.dumps(o).replace("\\n", "\n") for o in objects)
+    else:
+        body = "\n".join(json.dumps(o) for o in objects)
+    return {"text": f"{prose}\n\n{body}" if prose else body}
+
+
+def text_call(name: str, arguments: dict[str, Any] | str, form: str = "bare", prose: str = "") -> dict[str, Any]:
+    """One tool call written as message content; see `text_calls` for the forms."""
+    return text_calls((name, arguments), form=form, prose=prose)
+
+
+def write(filename: str, content: str) -> dict[str, Any]:
+    """A real write_project_file call (for off-topic, too short or oddly cited artifacts)."""
+    return call("write_project_file", {"filename": filename, "content": content})
+
+
+def cut_off(content: str) -> dict[str, Any]:
+    """A reply stopped by the output-token limit: `finish_reason: length`."""
+    return {"text": content, "finish_reason": "length"}
+
+
+def echo(what: str = "task", into: str | None = None) -> dict[str, Any]:
+    """Reply with the request's own prompt: `task` (the first user message), `system` or
+    `both`. With `into`, write it to that file with write_project_file instead."""
+    if what not in ("task", "system", "both"):
+        raise ValueError(f"echo what={what!r}: one of task, system, both")
+    return {"echo": what, "into": into}
+
+
+def think(reasoning: str, content: str = "") -> dict[str, Any]:
+    """A reply that starts with a <think> block (reasoning models served without a parser)."""
+    return {"text": f"<think>\n{reasoning}\n</think>\n\n{content}".rstrip() + "\n"}
+
+
 def default_artifact(stage: str) -> str:
     title = BY_NAME[stage].title if stage in BY_NAME else stage
     return (
         f"# {title} output\n\nThis is the {stage} artifact, written by the fake model. "
         "It stands in for the real thing in tests.\n"
     )
+
+
+def _echoed(reply: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """An `echo()` reply made concrete from the request it answers."""
+    if "echo" not in reply:
+        return reply
+    messages = body.get("messages") or []
+    system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
+    task = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"), "")
+    content = {"task": task, "system": system, "both": f"{system}\n\n{task}"}[reply["echo"]]
+    rest = {k: v for k, v in reply.items() if k not in ("echo", "into")}
+    if reply.get("into"):
+        return {**rest, **write(reply["into"], content)}
+    return {**rest, "text": content}
 
 
 @dataclass
@@ -103,9 +187,17 @@ class FakeModel:
     usage: tuple[int, int] = (100, 20)
     lock: threading.Lock = field(default_factory=threading.Lock)
     server: ThreadingHTTPServer | None = None
+    # Replies used in turn, round and round, once a stage's script is used up.
+    fallbacks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    fallback_turns: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
     def script(self, stage: str, *replies: dict[str, Any]) -> None:
         self.scripts[stage].extend(replies)
+
+    def always(self, stage: str, *replies: dict[str, Any]) -> None:
+        """After the script, answer `stage` with these replies in a cycle instead of the
+        default behaviour: a model that never writes, or loops until the round cap."""
+        self.fallbacks[stage] = list(replies)
 
     def for_stage(self, stage: str) -> list[Recorded]:
         return [r for r in self.requests if r.stage == stage and r.status == 200]
@@ -117,6 +209,7 @@ class FakeModel:
     def base_url(self) -> str:
         assert self.server is not None
         host, port = self.server.server_address[:2]
+        assert isinstance(host, str)  # an AF_INET address (typeshed also allows bytes)
         return f"http://{host}:{port}/v1"
 
     def _next(self, stage: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -124,6 +217,11 @@ class FakeModel:
             queue = self.scripts.get(stage)
             if queue:
                 return queue.popleft()
+            cycle = self.fallbacks.get(stage)
+            if cycle:
+                turn = self.fallback_turns[stage]
+                self.fallback_turns[stage] += 1
+                return cycle[turn % len(cycle)]
         # Default behaviour: write the artifact with the tool, then say so.
         last = (body.get("messages") or [{}])[-1]
         offered = {t["function"]["name"] for t in body.get("tools") or []}
@@ -139,7 +237,7 @@ class FakeModel:
         record = Recorded(stage, body, time.monotonic(), authorization=authorization)
         with self.lock:
             self.requests.append(record)
-        reply = self._next(stage, body)
+        reply = _echoed(self._next(stage, body), body)
         delay = reply.get("delay", self.delay_s.get(stage, 0.0))
         if delay:
             time.sleep(delay)
@@ -171,14 +269,13 @@ class FakeModel:
                 for i, c in enumerate(reply["tool_calls"])
             ]
         prompt_tokens, completion_tokens = self.usage
+        finish_reason = reply.get("finish_reason") or ("tool_calls" if reply.get("tool_calls") else "stop")
         response = {
             "id": f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", "fake"),
-            "choices": [
-                {"index": 0, "message": message, "finish_reason": "tool_calls" if reply.get("tool_calls") else "stop"}
-            ],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,

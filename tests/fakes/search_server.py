@@ -45,6 +45,7 @@ class FakeSearch:
     def base_url(self) -> str:
         assert self.server is not None
         host, port = self.server.server_address[:2]
+        assert isinstance(host, str)  # an AF_INET address (typeshed also allows bytes)
         return f"http://{host}:{port}"
 
     def times(self, provider: str | None = None) -> list[float]:

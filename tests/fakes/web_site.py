@@ -167,8 +167,8 @@ class FakeSite:
         if path == "/missing":
             return self._send(h, 404, "text/html", b"<h1>Not found</h1>")
         if path == "/big-article":
-            body = article_html("A long article", long_body(15_000)).encode()
-            return self._send(h, 200, "text/html; charset=utf-8", body)
+            page = article_html("A long article", long_body(15_000)).encode()
+            return self._send(h, 200, "text/html; charset=utf-8", page)
         return self._send(h, 404, "text/html", b"<h1>Not found</h1>")
 
     def _send(self, h: BaseHTTPRequestHandler, status: int, ctype: str, body: bytes) -> None:

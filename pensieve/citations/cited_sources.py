@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 @dataclass(frozen=True)
-class Source:
+class CitedSource:
     id: str
     url: str
     final_url: str
@@ -17,8 +17,8 @@ class Source:
     also: tuple[str, ...] = ()  # other URLs that reached the same page
 
 
-def load_sources(project_dir: Path) -> dict[str, Source]:
-    from pensieve.sources import SourceArchive
+def load_sources(project_dir: Path) -> dict[str, CitedSource]:
+    from pensieve.source_archive import SourceArchive
 
     archive = SourceArchive(project_dir)
     loaded = {}
@@ -27,5 +27,7 @@ def load_sources(project_dir: Path) -> dict[str, Source]:
             text = archive.text(entry)
         except OSError:
             text = ""  # a source file removed by hand: its quotes will not be found
-        loaded[entry.id] = Source(entry.id, entry.url, entry.final_url, entry.title, entry.fetched_at, text, entry.also)
+        loaded[entry.id] = CitedSource(
+            entry.id, entry.url, entry.final_url, entry.title, entry.fetched_at, text, entry.also
+        )
     return loaded

@@ -14,15 +14,15 @@ run lock), so id assignment needs no further locking.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from pensieve.clock import fetched_at_stamp
+from pensieve.front_matter import render_front_matter, split_front_matter
+from pensieve.hashing import sha256_of_bytes
 from pensieve.workspace import atomic_write_bytes, atomic_write_text
 
 SOURCES_DIR = "sources"
@@ -49,7 +49,7 @@ def normalize_url(url: str) -> str:
 
 
 @dataclass(frozen=True)
-class Source:
+class ArchivedSource:
     id: str
     url: str
     final_url: str
@@ -69,44 +69,26 @@ class Source:
         return int(match.group(1)) if match else 0
 
 
-def _front_matter(values: dict[str, Any]) -> str:
-    import yaml
-
-    return "---\n" + yaml.safe_dump(values, sort_keys=False, allow_unicode=True, width=1_000_000) + "---\n\n"
-
-
-def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
-    import yaml
-
-    if not text.startswith("---\n"):
-        return {}, text
-    end = text.find("\n---\n", 4)
-    if end < 0:
-        return {}, text
-    data = yaml.safe_load(text[4:end]) or {}
-    return (data if isinstance(data, dict) else {}), text[end + 5 :].lstrip("\n")
-
-
 class SourceArchive:
     def __init__(self, project_dir: Path) -> None:
         self.project_dir = project_dir
         self.dir = project_dir / SOURCES_DIR
 
     # -- reading ------------------------------------------------------------------------
-    def entries(self) -> list[Source]:
+    def entries(self) -> list[ArchivedSource]:
         """Every archived source, in id order; rebuilt from the files if the index is lost."""
         index = self.dir / INDEX_JSON
         if index.is_file():
             try:
                 data = json.loads(index.read_text(encoding="utf-8"))
-                loaded = (Source(**{**item, "also": tuple(item.get("also") or ())}) for item in data["sources"])
+                loaded = (ArchivedSource(**{**item, "also": tuple(item.get("also") or ())}) for item in data["sources"])
                 return sorted(loaded, key=lambda s: s.number)
             except (ValueError, KeyError, TypeError):
                 pass  # damaged by hand: fall back to the files, which carry the same fields
         return self._scan()
 
-    def _scan(self) -> list[Source]:
-        found: list[Source] = []
+    def _scan(self) -> list[ArchivedSource]:
+        found: list[ArchivedSource] = []
         if not self.dir.is_dir():
             return found
         for path in self.dir.glob("S*.md"):
@@ -118,7 +100,7 @@ class SourceArchive:
             except (TypeError, ValueError):
                 size = 0
             found.append(
-                Source(
+                ArchivedSource(
                     id=path.stem,
                     url=str(meta.get("url") or ""),
                     final_url=str(meta.get("final_url") or meta.get("url") or ""),
@@ -134,25 +116,25 @@ class SourceArchive:
             )
         return sorted(found, key=lambda s: s.number)
 
-    def find(self, url: str) -> Source | None:
+    def find(self, url: str) -> ArchivedSource | None:
         key = normalize_url(url)
         for source in self.entries():
             if key in {normalize_url(u) for u in (source.url, source.final_url, *source.also)}:
                 return source
         return None
 
-    def text(self, source: Source) -> str:
+    def text(self, source: ArchivedSource) -> str:
         raw = (self.project_dir / source.file).read_text(encoding="utf-8", errors="replace")
         return split_front_matter(raw)[1]
 
-    def raw(self, source: Source) -> bytes | None:
+    def raw(self, source: ArchivedSource) -> bytes | None:
         path = self.project_dir / source.raw_file if source.raw_file else None
         return path.read_bytes() if path is not None and path.is_file() else None
 
     # -- writing --------------------------------------------------------------------------
     def add(
         self, *, url: str, final_url: str, title: str, content_type: str, body: bytes, text: str
-    ) -> tuple[Source, bool]:
+    ) -> tuple[ArchivedSource, bool]:
         """Archive a fetch; a URL already archived keeps its id, and so does a page already
         archived under another URL (one id per page, whichever way it was reached first).
         Returns (source, is_new)."""
@@ -161,15 +143,15 @@ class SourceArchive:
         next_id = f"S{max((s.number for s in entries), default=0) + 1}"
         source_id = existing.id if existing is not None else next_id
         raw_file = f"{SOURCES_DIR}/{RAW_DIR}/{source_id}{_RAW_SUFFIX.get(content_type, '.bin')}"
-        source = Source(
+        source = ArchivedSource(
             id=source_id,
             # The URL first asked for stays; every other way to the page is kept in `also`,
             # so a later fetch through any of them is served from the archive.
             url=existing.url if existing is not None else url,
             final_url=final_url,
             title=title,
-            fetched_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            sha256=hashlib.sha256(body).hexdigest(),
+            fetched_at=fetched_at_stamp(),
+            sha256=sha256_of_bytes(body),
             size=len(body),
             content_type=content_type,
             file=f"{SOURCES_DIR}/{source_id}.md",
@@ -178,13 +160,13 @@ class SourceArchive:
         )
         atomic_write_bytes(self.project_dir / raw_file, body)
         meta = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(source).items() if k != "file"}
-        atomic_write_text(self.project_dir / source.file, _front_matter(meta) + text.strip() + "\n")
+        atomic_write_text(self.project_dir / source.file, render_front_matter(meta, text, width=1_000_000))
         # The index is written last: a crash before it leaves files the next add overwrites.
         others = [s for s in entries if s.id != source_id]
         self._write_index(sorted([*others, source], key=lambda s: s.number))
         return source, existing is None
 
-    def _write_index(self, sources: list[Source]) -> None:
+    def _write_index(self, sources: list[ArchivedSource]) -> None:
         atomic_write_text(
             self.dir / INDEX_JSON,
             json.dumps({"sources": [asdict(s) for s in sources]}, indent=1, ensure_ascii=False) + "\n",
@@ -203,7 +185,7 @@ class SourceArchive:
         atomic_write_text(self.dir / INDEX_MD, "\n".join(lines) + "\n")
 
 
-def _other_urls(existing: Source | None, url: str, final_url: str) -> tuple[str, ...]:
+def _other_urls(existing: ArchivedSource | None, url: str, final_url: str) -> tuple[str, ...]:
     if existing is None:
         return ()
     first = normalize_url(existing.url)
@@ -217,5 +199,5 @@ def _other_urls(existing: Source | None, url: str, final_url: str) -> tuple[str,
     return tuple(others)
 
 
-def list_sources(project_dir: Path) -> list[Source]:
+def list_sources(project_dir: Path) -> list[ArchivedSource]:
     return SourceArchive(project_dir).entries()

@@ -1,4 +1,4 @@
-"""Creating projects and summarising them for `list`, `status` and list_projects.
+"""The workspace's projects: creating one, and the rows of `list`, `status` and list_projects.
 
 Nothing here waits for a run lock: a project being run is read as it stands.
 """
@@ -63,7 +63,6 @@ class ProjectRow:
     updated_at: str | None
     brief: str
     has_brief: bool
-    problem: str | None = None
     problems: int = 0  # citation problems found by the last check
 
     @property
@@ -78,8 +77,8 @@ def summarize(project: Project) -> ProjectRow | None:
     brief = project.read_brief()
     try:
         status = load_status(project.status_path, keep_copy=False)
-    except CorruptState as exc:
-        return ProjectRow(project.id, "unreadable", None, None, brief, has_brief, str(exc))
+    except CorruptState:
+        return ProjectRow(project.id, "unreadable", None, None, brief, has_brief)
     current = status.current_stage or status.first_unfinished()
     return ProjectRow(
         project.id,
