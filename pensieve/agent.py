@@ -19,8 +19,14 @@ from pensieve.context import compact
 from pensieve.dispatch import LoopDetected, ToolBox
 from pensieve.errors import StageFailed
 from pensieve.events import EventKind
+from pensieve.finishing import Finisher
 from pensieve.llm import LLMReply, ToolCall
 from pensieve.model_client import ModelClient
+from pensieve.source_archive import SourceArchive
+from pensieve.stages import Artifact
+from pensieve.textcalls import parse_text_tool_calls
+from pensieve.tools import TOOL_NAMES, offered_tools
+from pensieve.tools.projects import document_title
 from pensieve.tools.registry import Tool, ToolContext
 
 __all__ = ["AgentRun", "StageFailed", "run_agent", "system_prompt", "task_message"]
@@ -35,8 +41,13 @@ class AgentRun:
     missing_tools: dict[str, str]
     client: ModelClient
     extra_instructions: str = ""
-    # Calls the dispatcher ran, by tool: filled in by run_agent, recorded in status.json.
+    # The output-file rule and the stage's contract; None: the rule alone.
+    finisher: Finisher | None = None
+    # Filled in by run_agent, recorded in status.json: calls the dispatcher ran, by tool;
+    # tool calls found in the text of replies; the turns that asked for a better artifact.
     tool_calls: Counter[str] = field(default_factory=Counter)
+    text_tool_calls: int = 0
+    repairs: list[str] = field(default_factory=list)
 
 
 def _summary(arguments: str, limit: int = 120) -> str:
@@ -54,33 +65,83 @@ def _summary(arguments: str, limit: int = 120) -> str:
     return str(data)[:limit]
 
 
+def has_sources(run: AgentRun) -> bool:
+    """Whether this stage can cite sources: pages are archived, or it comes before the
+    research is done and web search is configured (the Researcher will fetch them).
+
+    Without sources no stage is asked to cite: the prompts switch to their unsourced
+    instructions (`{{#if sourced}}`), so a model never invents ids for pages nobody fetched.
+    """
+    ctx = run.ctx
+    if SourceArchive(ctx.project.dir).entries():
+        return True
+    if Artifact.RESEARCH_NOTES in ctx.stage.reads:
+        return False  # the research is done and fetched nothing
+    search, _missing = offered_tools(("web_search",), ctx.settings, ctx.environ)
+    return bool(search)
+
+
+def _write_by_round(max_rounds: int) -> int:
+    """The round by which a first version of the artifact should exist (a quarter in reserve)."""
+    return max(1, max_rounds - max(2, max_rounds // 4))
+
+
 def system_prompt(run: AgentRun) -> str:
     settings = run.ctx.settings
     stage = run.ctx.stage
     reads = list(stage.reads) + [f"{name} (only if the first is missing)" for name in stage.optional_reads]
     offered = ", ".join(t.name for t in run.tools)
     missing = "".join(f"\n- {name} is not available in this run: {why}" for name, why in run.missing_tools.items())
-    variables = {
+    names = {t.name for t in run.tools}
+    max_rounds = settings.max_rounds_for(stage.name)
+    caps = ", ".join(f"{t.name} {settings.limits.get(t.name, t.default_limit)}" for t in run.tools)
+    variables: dict[str, str | bool] = {
         "stage": stage.name,
+        "project": run.ctx.project.id,
         "title": stage.title,
         "reads": ", ".join(reads),
         "writes": stage.writes,
-        "tools": offered,
+        "tools": offered or "none",
         "unavailable_tools": missing or "\n- none",
         "target_words": str(settings.article.target_words),
         "audience": settings.article.audience,
         "style": settings.article.style,
+        "language": settings.article.language,
+        "english": settings.article.language.strip().lower() in {"english", "en"},
         "today": date.today().isoformat(),
+        "max_rounds": str(max_rounds),
+        "write_by_round": str(_write_by_round(max_rounds)),
+        "tool_caps": caps or "none",
+        "sourced": has_sources(run),
+        "web_search": "web_search" in names,
+        "topic_memory": "search_topics" in names,
     }
     common = prompts.render_file("_common.md", variables)
     body = prompts.render_file(stage.prompt, variables)
     return f"{body.strip()}\n\n{common.strip()}\n"
 
 
+def brief_title(run: AgentRun) -> str:
+    """The article's title as far as the project knows it: the `# Title` of topic_brief.md
+    (after the refiner), else the first heading or first line of the user's brief.md."""
+    project = run.ctx.project
+    if run.ctx.stage.writes != Artifact.TOPIC_BRIEF:
+        path = project.file(Artifact.TOPIC_BRIEF)
+        try:
+            title = document_title(path.read_text(encoding="utf-8", errors="replace")) if path.is_file() else ""
+        except OSError:
+            title = ""
+        if title:
+            return title
+    return document_title(project.read_brief(), first_line=True)
+
+
 def task_message(run: AgentRun) -> str:
     stage = run.ctx.stage
+    title = brief_title(run)
     lines = [
         f"Project: {run.ctx.project.id}. Your stage: {stage.name} ({stage.title}).",
+        *([f"Title: {title}"] if title else []),
         f"Read: {', '.join(stage.reads)}.",
         f"When you are done, write {stage.writes} with write_project_file, then reply with a one-line summary.",
     ]
@@ -90,39 +151,85 @@ def task_message(run: AgentRun) -> str:
 
 
 async def run_agent(run: AgentRun) -> str:
-    """Drive the conversation; returns the model's final text (may be empty)."""
+    """Drive the conversation until the stage's artifact is accepted (see
+    pensieve.finishing); returns the model's final text (may be empty)."""
     settings = run.ctx.settings
     stage = run.ctx.stage.name
     box = ToolBox(run.ctx, run.tools, settings.limits)
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": system_prompt(run)},
-        {"role": "user", "content": task_message(run)},
-    ]
+    finisher = run.finisher or _plain_finisher(run)
+    system, task = system_prompt(run), task_message(run)
+    finisher.prompts = (system, task)
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": task}]
+    rounds = settings.max_rounds_for(stage)
     try:
-        for _round in range(settings.max_rounds_for(stage)):
-            elided = compact(messages, settings.llm.max_context_chars)
-            if elided:
-                run.ctx.events.emit(EventKind.CONTEXT_COMPACTED, stage, elided_tool_results=elided)
-            reply = await run.client.complete(messages, tools=box.schemas() or None)
-            if not reply.tool_calls:
+        for round_no in range(rounds):
+            if round_no == rounds - 2 and round_no > 0 and not finisher.staged.is_file():
+                messages.append({"role": "user", "content": _last_rounds_warning(run)})
+            reply = await _model_turn(run, box, messages)
+            calls = reply.tool_calls or _calls_in_text(run, box, reply)
+            if calls:
+                messages.append(_assistant_message(reply.text, calls))
+                messages.extend(await _run_tools(run, box, calls))
+                continue
+            follow_up = finisher.review(reply.text, cut_off=reply.finish_reason == "length")
+            if follow_up is None:
                 return reply.text
-            messages.append(_assistant_message(reply))
-            messages.extend(await _run_tools(run, box, reply.tool_calls))
+            run.ctx.events.emit(EventKind.REPAIR, stage, reason=finisher.asked[-1], message=follow_up)
+            messages.append({"role": "assistant", "content": reply.text or ""})
+            messages.append({"role": "user", "content": follow_up})
+        reason = (
+            f"{stage} reached llm.max_rounds ({rounds}) without finishing; "
+            "raise llm.max_rounds or agents.<stage>.max_rounds"
+        )
+    except LoopDetected as exc:
+        reason = str(exc)
     finally:
         run.tool_calls.update(box.calls)
-    raise StageFailed(
-        f"{stage} reached llm.max_rounds ({settings.max_rounds_for(stage)}) without finishing; "
-        "raise llm.max_rounds or agents.<stage>.max_rounds"
+        run.repairs = list(finisher.asked)
+    run.ctx.events.emit(EventKind.NOTE, stage, message=finisher.accept_staged(reason))
+    return ""
+
+
+async def _model_turn(run: AgentRun, box: ToolBox, messages: list[dict[str, Any]]) -> LLMReply:
+    stage = run.ctx.stage.name
+    elided = compact(messages, run.ctx.settings.llm.max_context_chars, forget=box.forget)
+    if elided:
+        run.ctx.events.emit(EventKind.CONTEXT_COMPACTED, stage, elided_tool_results=elided)
+    return await run.client.complete(messages, tools=box.schemas() or None)
+
+
+def _calls_in_text(run: AgentRun, box: ToolBox, reply: LLMReply) -> list[ToolCall]:
+    """Tool calls a model wrote as text (JSON, fenced or in <tool_call> tags) are run like
+    real ones; one naming a tool this agent lacks is refused by the dispatcher as usual."""
+    if reply.finish_reason == "length" or not reply.text.strip():
+        return []  # a cut-off call is not run half-written
+    calls, _prose = parse_text_tool_calls(reply.text, box.tools, TOOL_NAMES, start=run.text_tool_calls + 1)
+    if calls:
+        run.text_tool_calls += len(calls)
+        run.ctx.events.emit(EventKind.TEXT_TOOL_CALLS, run.ctx.stage.name, tools=[c.name for c in calls])
+    return calls
+
+
+def _last_rounds_warning(run: AgentRun) -> str:
+    writes = run.ctx.stage.writes
+    return (
+        f"Only two model turns are left before this stage's round limit. Write `{writes}` now with "
+        "write_project_file, with what you have."
     )
 
 
-def _assistant_message(reply: LLMReply) -> dict[str, Any]:
+def _plain_finisher(run: AgentRun) -> Finisher:
+    """No contract: the output-file rule alone (for runs built without one)."""
+    staged = run.ctx.project.staging_dir / run.ctx.stage.name / run.ctx.stage.writes
+    return Finisher(run.ctx.stage, staged, lambda _text, _prompts: [], repair_turns=0)
+
+
+def _assistant_message(text: str, calls: list[ToolCall]) -> dict[str, Any]:
     return {
         "role": "assistant",
-        "content": reply.text or None,
+        "content": text or None,
         "tool_calls": [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in reply.tool_calls
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
         ],
     }
 
@@ -130,10 +237,7 @@ def _assistant_message(reply: LLMReply) -> dict[str, Any]:
 async def _run_tools(run: AgentRun, box: ToolBox, calls: list[ToolCall]) -> list[dict[str, Any]]:
     """Run one turn's tool calls concurrently; returns the tool messages, in call order."""
     stage = run.ctx.stage.name
-    try:
-        outcomes = await asyncio.gather(*(box.call(c.name, c.arguments) for c in calls))
-    except LoopDetected as exc:
-        raise StageFailed(str(exc)) from None
+    outcomes = await asyncio.gather(*(box.call(c.name, c.arguments) for c in calls))
     results = []
     for call, outcome in zip(calls, outcomes, strict=True):
         run.ctx.events.emit(

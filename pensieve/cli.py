@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # the real imports sit inside the commands: `list` and `--hel
     from pensieve.config import Settings
     from pensieve.pipeline import RunOptions
     from pensieve.project_list import ProjectRow
-    from pensieve.source_archive import ArchivedSource as Source
+    from pensieve.source_archive import ArchivedSource
     from pensieve.status import Status
     from pensieve.workspace import Project
 
@@ -130,9 +130,11 @@ def run(
 
     try:
         project, settings, options = guarded(prepare)
-        from pensieve.pipeline import run_project
+        from pensieve.pipeline import preflight_warnings, run_project
         from pensieve.progress import make_reporter
 
+        for warning in preflight_warnings(settings, options):
+            err.print(warning, markup=False)
         reporter = make_reporter(quiet)
         with reporter:
             result = run_project(project, settings, options, reporter)
@@ -323,7 +325,7 @@ def sources(
     Example: pensieve sources btrees --json
     """
 
-    def action() -> tuple[Project, list[Source]]:
+    def action() -> tuple[Project, list[ArchivedSource]]:
         from pensieve.source_archive import list_sources
 
         project = workspace_of(workspace).existing_project(project_id)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # imported for real inside the commands: only search and rein
     from pensieve.topics.capture import Captured
     from pensieve.topics.index import UpdateReport
     from pensieve.topics.library import Library
-    from pensieve.topics.search import TopicSearchResult as SearchResult
+    from pensieve.topics.search import TopicSearchResult
 
 topics_app = typer.Typer(
     name="topics",
@@ -137,7 +137,7 @@ def topics_search(
     Example: pensieve topics search "how replicas agree on one leader" --k 3
     """
 
-    def action() -> SearchResult:
+    def action() -> TopicSearchResult:
         from pensieve.config import load_settings
         from pensieve.topics.search import clean_query, search_library
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pensieve.errors import UsageError, format_validation_error
-from pensieve.stages import STAGE_NAMES
+from pensieve.stages import BY_NAME, STAGE_NAMES
 
 SearchProvider = Literal["", "tavily", "serpapi", "brave"]
 
@@ -32,10 +32,21 @@ class LLMSettings(_Section):
     retries: int = Field(default=4, ge=0)
     retry_base_s: float = Field(default=1.0, ge=0)  # first backoff; doubles on each retry
     retry_max_wait_s: float = Field(default=60.0, ge=0)
-    max_output_tokens: int | None = Field(default=None, ge=1)
+    # A cap on every reply. Without one a local server generates until its context is full
+    # (one refiner call on a small model ran 180 s into the timeout, then was retried).
+    # 4096 tokens is ~3,000 words, more than a whole article. null: no cap.
+    max_output_tokens: int | None = Field(default=4096, ge=1)
     # Past this many characters of conversation, the oldest tool results are elided
-    # (about 4 characters a token: 240,000 is ~60k tokens; lower it for small local models).
+    # (about 4 characters a token: 240,000 is ~60k tokens). It is lowered further to fit the
+    # model's window (see context_window), so a small local model needs no change here.
     max_context_chars: int = Field(default=240_000, ge=10_000)
+    # The model's context window in tokens, for a model litellm does not know (a server of
+    # one's own: llama-server's -c, vLLM's --max-model-len, Ollama's num_ctx, which Pensieve
+    # then sets). Unset: litellm's figure where it has one, else max_context_chars alone.
+    context_window: int | None = Field(default=None, ge=1_024)
+    # Turns that tell the model exactly what is wrong with its artifact (its contract)
+    # before the stage fails; a reminder to write the file at all comes on top, once.
+    repair_turns: int = Field(default=2, ge=0)
 
 
 class AgentSettings(_Section):
@@ -48,6 +59,9 @@ class ArticleSettings(_Section):
     target_words: int = Field(default=1500, ge=100)
     audience: str = "curious, technically literate readers"
     style: str = "clear, concrete, well-sourced prose"
+    # The article and its reviews are written in it (the headings and phrases Pensieve
+    # itself reads, such as "## Open questions", stay as the prompts give them).
+    language: str = Field(default="English", min_length=1, max_length=40)
 
 
 class SearchSettings(_Section):
@@ -177,8 +191,12 @@ class Settings(_Section):
         return (agent.model if agent and agent.model else None) or self.llm.model
 
     def temperature_for(self, stage: str) -> float:
+        """agents.<stage>.temperature, else the stage row's default, else llm.temperature."""
         agent = self.agents.get(stage)
-        return agent.temperature if agent and agent.temperature is not None else self.llm.temperature
+        if agent and agent.temperature is not None:
+            return agent.temperature
+        row = BY_NAME.get(stage)
+        return row.temperature if row and row.temperature is not None else self.llm.temperature
 
     def max_rounds_for(self, stage: str) -> int:
         agent = self.agents.get(stage)

@@ -5,10 +5,14 @@ conversation grows past `llm.max_context_chars`, the oldest tool results are rep
 a short stub that says what was there and how to get it back (every fetched page is in
 the project's archive, every file can be read again). The system prompt, the task and
 the model's own messages are never touched, and neither are the latest results.
+
+A call whose result was elided is reported (`forget`), so that making it again to get the
+text back is a re-read, not a loop (the dispatcher's repeat detection).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 STUB_PREVIEW = 200
@@ -19,10 +23,28 @@ def _size(messages: list[dict[str, Any]]) -> int:
     return sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in messages)
 
 
-def compact(messages: list[dict[str, Any]], max_chars: int) -> int:
-    """Elide old tool results in place until the conversation fits; returns how many."""
+def _calls_by_id(messages: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """The assistant's tool calls, by id: (name, raw arguments)."""
+    found: dict[str, tuple[str, str]] = {}
+    for message in messages:
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and call.get("id"):
+                found[str(call["id"])] = (str(function.get("name") or ""), str(function.get("arguments") or ""))
+    return found
+
+
+def compact(
+    messages: list[dict[str, Any]],
+    max_chars: int,
+    forget: Callable[[str, str], None] | None = None,
+) -> int:
+    """Elide old tool results in place until the conversation fits; returns how many.
+
+    `forget(name, arguments)` is told of each call whose result was elided."""
     if _size(messages) <= max_chars:
         return 0
+    calls = _calls_by_id(messages) if forget is not None else {}
     tool_indexes = [i for i, m in enumerate(messages) if m.get("role") == "tool"]
     elided = 0
     for index in tool_indexes[:-KEEP_LATEST] if len(tool_indexes) > KEEP_LATEST else []:
@@ -35,6 +57,9 @@ def compact(messages: list[dict[str, Any]], max_chars: int) -> int:
             "Fetched pages are in sources/ (read them with read_project_file), files can be read again.]"
         )
         elided += 1
+        call = calls.get(str(messages[index].get("tool_call_id") or ""))
+        if forget is not None and call is not None:
+            forget(*call)
         if _size(messages) <= max_chars:
             break
     return elided

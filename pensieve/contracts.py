@@ -18,10 +18,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pensieve.citations.text import VERDICTS, parse_fact_table, split_notes, split_references
+from pensieve.citations.text import cited_ids, normalize_citations, parse_fact_table, split_notes, split_references
 
 if TYPE_CHECKING:
     from pensieve.config import ContractsSettings, Settings
@@ -45,12 +45,14 @@ TOOL_NAMES = frozenset(
 ECHO_SHINGLE_WORDS = 8  # sequences this long rarely repeat by chance, but do when a prompt is copied
 MAX_BRIEF_TERMS = 12  # a long brief is judged on its first key terms (its title comes first)
 SIMILARITY_CHARS = 1500  # MiniLM reads ~256 word pieces: the title and opening sections
+VERDICTS = ("supported", "contradicted", "not found", "uncited")  # as fact_checker.md asks
 
 
 @dataclass(frozen=True)
 class Violation:
     contract: str  # the requirement's name: length, sections, on_topic, not_tool_call, ...
     message: str  # what is wrong, with the figures
+    fix: str = ""  # what the model should do about it (said in the repair turn)
 
     def __str__(self) -> str:
         return f"{self.contract}: {self.message}"
@@ -117,8 +119,15 @@ def sections(text: str) -> list[Section]:
     return out
 
 
+_TITLE_LINE = re.compile(r"^\s*(?:\*\*)?title(?:\*\*)?\s*:\s*\S", re.I)
+
+
 def has_title(text: str) -> bool:
-    return any(h.level == 1 and h.text for h in headings(text)) or bool(_SETEXT_TITLE.search(text))
+    """A `# Title` heading, a setext title (underlined with ===), or a first line `Title: ...`."""
+    if any(h.level == 1 and h.text for h in headings(text)) or _SETEXT_TITLE.search(text):
+        return True
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    return bool(_TITLE_LINE.match(first))
 
 
 _WORDISH = re.compile(r"\S*[^\W_]\S*")
@@ -138,8 +147,8 @@ def article_body(text: str) -> str:
 
 # ---------------------------------------------------------------- key terms
 
-_STOPWORDS = frozenset(
-    """
+# English function words, and the words of briefs that name the task rather than the topic.
+_STOPWORD_TEXT = """
     a about above after again against all also am an and any are as at be because been before being below
     between both but by can could did do does doing down during each even ever every few for from further
     get gets got had has have having he her here hers him his how however i if in into is it its itself just
@@ -150,8 +159,8 @@ _STOPWORDS = frozenset(
     would yet you your yours
     article articles brief write writing explain explained explaining explains guide overview introduction
     post blog piece essay reader readers topic
-    """.split()
-)
+"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _TERM = re.compile(r"[^\W_][\w'\u2019-]*[^\W_]|[^\W_]")
 
 
@@ -235,27 +244,43 @@ class Inputs:
 
 
 class Requirement:
-    """One thing an artifact must be; `check` returns what is wrong, or None."""
+    """One thing an artifact must be; `check` returns the violation, or None."""
 
     name: ClassVar[str]
 
-    def check(self, text: str, given: Inputs) -> str | None:
+    def check(self, text: str, given: Inputs) -> Violation | None:
         raise NotImplementedError
+
+    def violation(self, message: str, fix: str) -> Violation:
+        return Violation(self.name, message, fix)
+
+
+def _plural(count: int, noun: str, plural: str | None = None) -> str:
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 @dataclass(frozen=True)
 class Title(Requirement):
     name: ClassVar[str] = "title"
 
-    def check(self, text: str, given: Inputs) -> str | None:
-        return None if has_title(text) else "no title: start the document with a `# Title` line"
+    def check(self, text: str, given: Inputs) -> Violation | None:
+        if has_title(text):
+            return None
+        return self.violation("no title", "start the document with a `# Title` line")
 
 
 def _heading_has(heading: str, wanted: str) -> bool:
-    """Tolerant heading match: every key word of `wanted` starts a word of the heading."""
+    """Tolerant heading match: every key word of `wanted` starts a word of the heading
+    ("## 1. The angle", "## Length & format"), or a short heading has its first or last
+    key word ("## Length", "## Questions")."""
     words = re.findall(r"[a-z0-9]+", heading.lower())
     needed = [w for w in re.findall(r"[a-z0-9]+", wanted.lower()) if w not in _STOPWORDS]
-    return bool(needed) and all(any(word.startswith(n) for word in words) for n in needed)
+    if not needed:
+        return False
+    if all(any(word.startswith(n) for word in words) for n in needed):
+        return True
+    short = [w for w in words if w not in _STOPWORDS]
+    return len(short) <= 2 and any(word.startswith(n) for word in short for n in (needed[0], needed[-1]))
 
 
 @dataclass(frozen=True)
@@ -265,31 +290,32 @@ class Sections(Requirement):
     names: tuple[str, ...]
     name: ClassVar[str] = "sections"
 
-    def check(self, text: str, given: Inputs) -> str | None:
+    def check(self, text: str, given: Inputs) -> Violation | None:
         found = [h.text for h in headings(text, bold_lines=True)]
         missing = [n for n in self.names if not any(_heading_has(h, n) for h in found)]
         if not missing:
             return None
-        asked = ", ".join(f"## {n}" for n in self.names)
-        return f"sections missing: {', '.join(missing)} (the {given.kind} needs the headings {asked})"
+        return self.violation(
+            f"sections missing: {', '.join(missing)}",
+            f"give the {given.kind} the headings {', '.join(f'## {n}' for n in self.names)}",
+        )
 
 
 @dataclass(frozen=True)
 class HeadedSections(Requirement):
-    """At least N `##` sections; N is a `contracts.*` setting."""
+    """At least N `##` sections (headings of level 2 or deeper); N is a `contracts.*` setting."""
 
     setting: Literal["min_article_sections", "min_outline_sections"]
     name: ClassVar[str] = "sections"
 
-    def check(self, text: str, given: Inputs) -> str | None:
+    def check(self, text: str, given: Inputs) -> Violation | None:
         needed = int(getattr(given.limits, self.setting))
         count = len(sections(article_body(text)))
         if count >= needed:
             return None
-        noun = "section" if count == 1 else "sections"
-        return (
-            f"{count} headed {noun} (## Heading), at least {needed} needed (contracts.{self.setting}); "
-            "give each part of the text its own ## heading"
+        return self.violation(
+            f"{_plural(count, 'headed section')}, at least {needed} needed (contracts.{self.setting})",
+            f"give each part of the {given.kind} its own ## heading",
         )
 
 
@@ -300,16 +326,16 @@ class Length(Requirement):
     setting: Literal["draft_min_share", "final_min_share"]
     name: ClassVar[str] = "length"
 
-    def check(self, text: str, given: Inputs) -> str | None:
+    def check(self, text: str, given: Inputs) -> Violation | None:
         share = float(getattr(given.limits, self.setting))
         target = given.settings.article.target_words
         needed = round(target * share)
         words = word_count(article_body(text))
         if words >= needed:
             return None
-        return (
-            f"{words} words, the target is at least {needed} ({share:.0%} of article.target_words {target}); "
-            f"write the whole {given.kind}, about {target} words"
+        return self.violation(
+            f"{words} words, the target is at least {needed} ({share:.0%} of article.target_words {target})",
+            f"write the whole {given.kind}, about {target} words",
         )
 
 
@@ -319,7 +345,7 @@ class OnTopic(Requirement):
 
     name: ClassVar[str] = "on_topic"
 
-    def check(self, text: str, given: Inputs) -> str | None:
+    def check(self, text: str, given: Inputs) -> Violation | None:
         brief = given.brief_text.strip()
         if not brief:
             return None
@@ -336,14 +362,14 @@ class OnTopic(Requirement):
             similarity = given.similarity or embedding_similarity
             try:
                 score = similarity(brief, text)
-            except Exception as exc:  # noqa: BLE001  # a missing model must not hide the term figures
+            except Exception as exc:  # a missing or broken model must not hide the term figures
                 message += f", and its meaning could not be compared ({str(exc)[:160]})"
             else:
                 floor = given.limits.topic_min_similarity
                 if score >= floor:
                     return None
                 message += f", and its similarity to the brief is {score:.2f} (contracts.topic_min_similarity {floor})"
-        return message + f"; write the {given.kind} about the brief in brief.md"
+        return self.violation(message, f"write the {given.kind} about the subject of brief.md")
 
 
 _NOT_FINDINGS = re.compile(
@@ -359,33 +385,31 @@ _CONTENT_LINE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\S|^\s*[^\s#|>-].{20,}", re
 
 @dataclass(frozen=True)
 class Findings(Requirement):
+    """At least one section (other than open questions or sources) with findings in it."""
+
     name: ClassVar[str] = "findings"
 
-    def check(self, text: str, given: Inputs) -> str | None:
+    def check(self, text: str, given: Inputs) -> Violation | None:
         candidates = [s for s in sections(text) if not _NOT_FINDINGS.search(s.heading.text)]
         if any(_CONTENT_LINE.search(s.body) for s in candidates):
             return None
+        fix = "write one ## section per key question of topic_brief.md, with the findings as bullet points"
         if candidates:
             empty = ", ".join(s.heading.text for s in candidates[:6])
-            return f"the findings sections are empty ({empty}): write the findings as bullet points under each"
-        return (
-            "no findings section: write one ## section per key question of topic_brief.md, "
-            "with the findings as bullet points"
-        )
+            return self.violation(f"the findings sections are empty ({empty})", fix)
+        return self.violation("no findings section", fix)
 
 
 @dataclass(frozen=True)
 class OpenQuestions(Requirement):
     name: ClassVar[str] = "open_questions"
 
-    def check(self, text: str, given: Inputs) -> str | None:
+    def check(self, text: str, given: Inputs) -> Violation | None:
         if any(_OPEN_QUESTIONS.search(h.text) for h in headings(text, bold_lines=True)):
             return None
-        return "no open-questions section: end with `## Open questions` (what remains uncertain or disputed)"
-
-
-# [S1], also the forms models write ((S1), [s1], [^S1], [S1, p. 4]): the pipeline normalises them.
-_CITED = re.compile(r"[\[(]\^?\s*[Ss](\d+)\b")
+        return self.violation(
+            "no open-questions section", "end with `## Open questions`: what remains uncertain or disputed"
+        )
 
 
 @dataclass(frozen=True)
@@ -394,26 +418,31 @@ class CitesSources(Requirement):
 
     name: ClassVar[str] = "cites_sources"
 
-    def check(self, text: str, given: Inputs) -> str | None:
+    def check(self, text: str, given: Inputs) -> Violation | None:
         fetched = given.web_sources
         if fetched is None:
             return None
         if fetched < 1:
-            return (
-                "no source was fetched: web tools are available, so search with web_search, "
-                "read the best pages with fetch_url and cite each finding by the id it reports (e.g. [S1])"
+            return self.violation(
+                "no source was fetched, though web tools are available",
+                "search with web_search, read the best pages with fetch_url, and cite each finding by the id "
+                "fetch_url reports (e.g. [S1])",
             )
         body, _references = split_references(text)
-        if _CITED.search(body):
+        # [S1], or a form the citation normaliser turns into it: (S1), [s1], [^S1], [S1, p. 4].
+        if cited_ids(normalize_citations(body)):
             return None
-        pages = "page was" if fetched == 1 else "pages were"
-        return f"no source is cited: {fetched} {pages} fetched; cite each finding by its source id, e.g. [S1]"
+        return self.violation(
+            f"no source is cited ({_plural(fetched, 'page')} fetched)",
+            "cite each finding by its source id, e.g. [S1]",
+        )
 
 
 # "(~300 words)", "250-300 words", "300w", "Words: 200", "word budget: 250", "budget ~300".
 _BUDGET = re.compile(
     r"\b\d{2,5}(?:,\d{3})?\s*(?:(?:-|\u2013|\u2014|to)\s*\d{2,5}\s*)?(?:words?|w)\b"
-    r"|\bwords?\s*(?:budget|count|target)?\s*[:=\u2013\u2014-]?\s*(?:about|approx\.?|approximately|~|\u2248|c\.)?\s*\d{2,5}\b"
+    r"|\bwords?\s*(?:budget|count|target)?\s*[:=\u2013\u2014-]?\s*"
+    r"(?:about|approx\.?|approximately|~|\u2248|c\.)?\s*\d{2,5}\b"
     r"|\bbudget\s*[:=]?\s*(?:about|~|\u2248)?\s*\d{2,5}\b",
     re.I,
 )
@@ -425,7 +454,7 @@ class WordBudgets(Requirement):
 
     name: ClassVar[str] = "word_budgets"
 
-    def check(self, text: str, given: Inputs) -> str | None:
+    def check(self, text: str, given: Inputs) -> Violation | None:
         needed = given.limits.min_outline_sections
         parts = sections(text)
         budgeted = [s for s in parts if _BUDGET.search(s.heading.text) or _BUDGET.search(s.body)]
@@ -433,9 +462,11 @@ class WordBudgets(Requirement):
             return None
         without = [s.heading.text for s in parts if s not in budgeted]
         listed = f"; without one: {', '.join(without[:8])}" if without else ""
-        return (
-            f"{len(budgeted)} of {len(parts)} sections have a word budget, at least {needed} needed "
-            f'(contracts.min_outline_sections){listed}; give each section one, e.g. "(~300 words)"'
+        has = "has" if len(budgeted) == 1 else "have"
+        return self.violation(
+            f"{len(budgeted)} of {_plural(len(parts), 'section')} {has} a word budget, at least {needed} needed "
+            f"(contracts.min_outline_sections){listed}",
+            'give each ## section a word budget, e.g. "(~300 words)"',
         )
 
 
@@ -453,10 +484,13 @@ _NO_CHANGES = re.compile(
 class NumberedFindings(Requirement):
     name: ClassVar[str] = "numbered_findings"
 
-    def check(self, text: str, given: Inputs) -> str | None:
+    def check(self, text: str, given: Inputs) -> Violation | None:
         if _NUMBERED.search(text) or _NO_CHANGES.search(text):
             return None
-        return 'no numbered findings (1. ..., 2. ...) and no explicit "No changes needed"'
+        return self.violation(
+            'no numbered findings and no explicit "No changes needed"',
+            'number each finding (1. ..., 2. ...), or say "No changes needed" if there is nothing to change',
+        )
 
 
 def _verdict(raw: str) -> str:
@@ -469,17 +503,20 @@ class ClaimsTable(Requirement):
 
     name: ClassVar[str] = "claims_table"
 
-    def check(self, text: str, given: Inputs) -> str | None:
+    def check(self, text: str, given: Inputs) -> Violation | None:
         rows = parse_fact_table(text)
         if not rows:
-            return (
-                "no claims table: write one row per claim under the header "
-                "| # | claim | cited id | verdict | evidence |"
+            return self.violation(
+                "no claims table",
+                "write one row per claim under the header | # | claim | cited id | verdict | evidence |",
             )
-        odd = [f"{row.number} ({row.verdict or 'empty'})" for row in rows if _verdict(row.verdict) not in VERDICTS]
+        odd = [f'claim {row.number} "{row.verdict}"' for row in rows if _verdict(row.verdict) not in VERDICTS]
         if not odd:
             return None
-        return f"verdicts that are not one of {', '.join(VERDICTS)}: claim {', claim '.join(odd[:8])}"
+        return self.violation(
+            f"verdicts that are not one of {', '.join(VERDICTS)}: {', '.join(odd[:8])}",
+            "give each claim exactly one of those verdicts",
+        )
 
 
 _SAYS_NONE = re.compile(
@@ -508,18 +545,21 @@ class NamesCompared(Requirement):
 
     name: ClassVar[str] = "names_compared"
 
-    def check(self, text: str, given: Inputs) -> str | None:
+    def check(self, text: str, given: Inputs) -> Violation | None:
         earlier = given.earlier_articles
         says_none = bool(_SAYS_NONE.search(text))
         if not earlier:
             if says_none or _names_something(text):
                 return None
-            fix = "say so" if earlier is not None else "name the ones it compared (their ids), or say there are none"
-            return (
-                "it neither names the earlier articles it compared nor says there are none"
-                + ("; the workspace has no other complete article, " if earlier is not None else "; ")
-                + fix
-                + ' (e.g. "No earlier articles to compare.")'
+            if earlier is None:
+                return self.violation(
+                    "it neither names the earlier articles it compared nor says there are none",
+                    'name the ones it compared (their ids), or say there are none ("No earlier articles to compare.")',
+                )
+            return self.violation(
+                "it does not say that there are no earlier articles to compare (the workspace has no other "
+                "complete article)",
+                'say so, e.g. "No earlier articles to compare."',
             )
         lowered = " ".join(text.lower().split())
         for project_id, title in earlier.items():
@@ -528,11 +568,12 @@ class NamesCompared(Requirement):
             if title and len(title) >= 8 and " ".join(title.lower().split()) in lowered:
                 return None
         ids = ", ".join(list(earlier)[:6]) + (", ..." if len(earlier) > 6 else "")
-        claim = " (it says there are none, but list_projects shows them)" if says_none else ""
-        return (
-            f"it names none of the workspace's {len(earlier)} earlier articles ({ids}){claim}; "
-            "name the ones it compared by id"
-        )
+        articles = _plural(len(earlier), "earlier article")
+        if says_none:
+            message = f"it says there are no earlier articles, but list_projects shows {articles} ({ids})"
+        else:
+            message = f"it names none of the workspace's {articles} ({ids})"
+        return self.violation(message, "compare the article with them and name the ones compared by id")
 
 
 # ---------------------------------------------------------------- checks for every artifact
@@ -541,7 +582,7 @@ _THINK = re.compile(r"</?think(?:ing)?\s*>", re.I)
 _TOOL_TAG = re.compile(r"<\s*/?\s*tool_call\s*>|<\|tool_call|<function=", re.I)
 _TOOL_TAG_BODY = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.I | re.S)
 _FENCED = re.compile(r"^\s*```[\w-]*[ \t]*\n(.*?)^\s*```", re.S | re.M)
-_JSON_START = re.compile(r"[\[{]\s*\"(?:name|tool|tool_name|function|tool_calls)\"")
+_JSON_START = re.compile(r"[\[{]\s*\"(?:name|tool|tool_name|function|tool_calls|type)\"")
 _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 
 
@@ -549,9 +590,9 @@ def _tool_named(value: Any) -> str | None:
     """The tool a decoded JSON value calls, if it is shaped like a tool call."""
     if isinstance(value, list):
         for item in value[:5]:
-            name = _tool_named(item)
-            if name:
-                return name
+            called = _tool_named(item)
+            if called:
+                return called
         return None
     if not isinstance(value, dict):
         return None
@@ -572,7 +613,7 @@ def _tool_named(value: Any) -> str | None:
 
 def _decode(text: str) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text, strict=False)  # strict=False: raw newlines inside strings, as models write them
     except ValueError:
         return None
 
@@ -586,9 +627,9 @@ def tool_call_in(text: str) -> str | None:
     stripped = text.strip()
     if _TOOL_TAG.search(text):
         for body in _TOOL_TAG_BODY.findall(text):
-            name = _tool_named(_decode(body.strip()))
-            if name:
-                return name
+            tagged = _tool_named(_decode(body.strip()))
+            if tagged:
+                return tagged
         return "a tool"
     name = _tool_named(_decode(stripped))
     if name:
@@ -598,7 +639,7 @@ def tool_call_in(text: str) -> str | None:
         name = _tool_named(_decode(match.group(1).strip()))
         if name and (name in TOOL_NAMES or len(match.group(0).strip()) >= size / 2):
             return name
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)
     for match in _JSON_START.finditer(text):
         try:
             value, end = decoder.raw_decode(text, match.start())
@@ -611,30 +652,33 @@ def tool_call_in(text: str) -> str | None:
 
 
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'"})
-# How a refusal opens: judged on the first words of the body, headings skipped.
-_REFUSAL_START = re.compile(
-    r"^(?:(?:i'?m|i am)\s+(?:so\s+|very\s+)?(?:sorry|afraid|unable|not able)\b|sorry\b|i apologi[sz]e\b|"
-    r"unfortunately,?\s+i\b|as an ai\b|i\s+(?:can ?not|can't|won't|will not|must decline|am not able)\b|"
-    r"i\s+(?:do not|don't)\s+have\s+(?:access|the ability)\b)",
+# An apology or "as an AI" where the document should begin: never part of an artifact.
+_APOLOGY_START = re.compile(
+    r"^(?:(?:i'?m|i am)\s+(?:so\s+|very\s+|really\s+)?(?:sorry|afraid)\b|sorry\b|i apologi[sz]e\b|as an ai\b|"
+    r"i must decline\b)",
     re.I,
 )
-# A short text that says anywhere it cannot do the task.
-_REFUSAL_ANYWHERE = re.compile(
-    r"\b(?:i'?m sorry|i am sorry|i apologi[sz]e)\b[^.]{0,40}\b(?:can ?not|can't|unable|not able)\b"
+# Saying it cannot do the task: a refusal only in a short text without findings or lists
+# (a review may well say it could not reach the sources, then give its findings).
+_CANNOT = re.compile(
+    r"^(?:unfortunately,?\s+i\b|i\s+(?:can ?not|can't|won't|will not|am unable|am not able)\b|"
+    r"i'm\s+(?:unable|not able)\b|i\s+(?:do not|don't)\s+have\s+(?:access|the ability)\b)"
+    r"|\b(?:i'?m sorry|i am sorry|i apologi[sz]e)\b[^.]{0,40}\b(?:can ?not|can't|unable|not able)\b"
     r"|\bi\s+(?:can ?not|can't|am unable to|am not able to)\s+(?:help|assist|comply|fulfil|fulfill|complete|"
     r"write|create|provide|do that|access|browse)\b",
-    re.I,
+    re.I | re.M,
 )
-_SHORT_TEXT_WORDS = 150
+_STRUCTURE = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|\|)", re.M)
+_SHORT_TEXT_WORDS = 60  # a refusal is a sentence or three
 
 
 def refusal_in(text: str) -> str | None:
     """The refusing sentence, if the artifact is a refusal rather than a document."""
     lines = [line for line in text.translate(_APOSTROPHES).splitlines() if not line.lstrip().startswith("#")]
     body = "\n".join(lines).strip().lstrip("*_> ").strip()
-    match = _REFUSAL_START.match(body)
-    if match is None and word_count(body) < _SHORT_TEXT_WORDS:
-        match = _REFUSAL_ANYWHERE.search(body)
+    match = _APOLOGY_START.match(body)
+    if match is None and word_count(body) < _SHORT_TEXT_WORDS and not _STRUCTURE.search(body):
+        match = _CANNOT.search(body)
     if match is None:
         return None
     start = body.rfind("\n", 0, match.start()) + 1
@@ -659,19 +703,23 @@ def echo_overlap(text: str, *sources: str) -> float:
 def _universal(text: str, given: Inputs) -> tuple[list[Violation], bool]:
     """Checks every artifact gets; the flag says the text is not a document at all."""
     found: list[Violation] = []
+    kind = given.kind
     name = tool_call_in(text)
     if name:
-        how = (
-            f"call {name} through the tool interface, with the whole markdown document as its content"
-            if name == "write_project_file"
-            else "call tools through the tool interface, never as JSON in the reply"
-        )
         found.append(
-            Violation("not_tool_call", f"it is a tool call written as text ({name}), not the {given.kind}: {how}")
+            Violation(
+                "not_tool_call",
+                f"it is a tool call written as text ({name}), not the {kind}",
+                f"call {name} through the tool interface, with the whole markdown document as its content"
+                if name == "write_project_file"
+                else "call tools through the tool interface, never as JSON in the reply",
+            )
         )
     refusal = refusal_in(text)
     if refusal:
-        found.append(Violation("not_refusal", f'it is a refusal ("{refusal}"), not the {given.kind}'))
+        found.append(
+            Violation("not_refusal", f'it is a refusal ("{refusal}"), not the {kind}', f"write the {kind} as asked")
+        )
     sources = {"system prompt": given.prompt or "", "task message": given.task_message or ""}
     overlap = echo_overlap(text, *sources.values())
     limit = given.limits.echo_max_overlap
@@ -681,13 +729,14 @@ def _universal(text: str, given: Inputs) -> tuple[list[Violation], bool]:
             Violation(
                 "not_echo",
                 f"{overlap:.0%} of its {ECHO_SHINGLE_WORDS}-word sequences repeat the {' and '.join(echoed)} "
-                f"(contracts.echo_max_overlap is {limit:.0%}): write the {given.kind} itself, not the instructions",
+                f"(contracts.echo_max_overlap is {limit:.0%})",
+                f"write the {kind} itself, not the instructions",
             )
         )
     not_a_document = bool(found)
     if _THINK.search(text):
         found.append(
-            Violation("no_think", f"it contains a <think> block: write only the {given.kind}, without your reasoning")
+            Violation("no_think", "it contains a <think> block", f"write only the {kind}, without your reasoning")
         )
     return found, not_a_document
 
@@ -702,30 +751,30 @@ def strip_think(text: str) -> str:
 
 @dataclass(frozen=True)
 class Contract:
-    """What a stage's artifact must be: its kind (for messages) and its requirements."""
+    """What a stage's artifact must be: its kind (for messages) and its requirements.
+
+    Every artifact also gets the universal checks: not empty, not a tool call written as
+    text, not a refusal, not an echo of the prompt or task message, no <think> block.
+    """
 
     kind: str
-    requires: tuple[Requirement, ...] = field(default_factory=tuple)
+    requires: tuple[Requirement, ...] = ()
 
 
-# The sections refiner.md asks for (a test keeps the two in step).
+# The sections refiner.md asks for (tests/test_contracts.py keeps the two in step).
 TOPIC_BRIEF_SECTIONS = ("Angle", "Audience", "Scope", "Key questions", "Prior knowledge", "Length and form")
 
 TOPIC_BRIEF = Contract("topic brief", (Title(), Sections(TOPIC_BRIEF_SECTIONS), OnTopic()))
 RESEARCH_NOTES = Contract("research notes", (Findings(), OpenQuestions(), CitesSources()))
 OUTLINE = Contract("outline", (Title(), HeadedSections("min_outline_sections"), WordBudgets()))
-DRAFT = Contract(
-    "draft", (Title(), HeadedSections("min_article_sections"), Length("draft_min_share"))
-)
-FINAL = Contract(
-    "final article", (Title(), HeadedSections("min_article_sections"), Length("final_min_share"))
-)
+DRAFT = Contract("draft", (Title(), HeadedSections("min_article_sections"), Length("draft_min_share")))
+FINAL = Contract("final article", (Title(), HeadedSections("min_article_sections"), Length("final_min_share")))
 REVIEW = Contract("review", (NumberedFindings(),))
 FACT_CHECK = Contract("fact check", (ClaimsTable(),))
 CONSISTENCY_REPORT = Contract("consistency report", (NamesCompared(),))
 ANY_ARTIFACT = Contract("document")
 
-# By artifact file name, for callers that hold a file name rather than a stage row.
+# By artifact file name: the contract of a stage row that does not declare one.
 BY_ARTIFACT: dict[str, Contract] = {
     "topic_brief.md": TOPIC_BRIEF,
     "research_notes.md": RESEARCH_NOTES,
@@ -764,7 +813,7 @@ def check_artifact(
     - web_sources: pages in the project's source archive when the stage has web tools,
       None when it has none (then nothing has to be cited).
     - earlier_articles: id -> title of the workspace's other projects that were complete
-      when the stage started (what list_projects showed it); None when unknown.
+      when the stage started (what list_projects showed it); None when not known.
     - similarity: replaces the MiniLM similarity of the on_topic fallback (tests).
     """
     if not settings.contracts.enabled:
@@ -782,27 +831,27 @@ def check_artifact(
         similarity=similarity,
     )
     if not text.strip():
-        return [Violation("not_empty", f"{given.filename} is empty: write the whole {contract.kind}")]
+        return [Violation("not_empty", "it is empty", f"write the whole {contract.kind}")]
     found, not_a_document = _universal(text, given)
     if not_a_document:
-        return found  # what else it lacks follows from that; the repair is to write the document
+        return found  # what else it lacks follows from that: the repair is to write the document
     content = strip_think(text)
     for requirement in contract.requires:
-        problem = requirement.check(content, given)
-        if problem:
-            found.append(Violation(requirement.name, problem))
+        violation = requirement.check(content, given)
+        if violation:
+            found.append(violation)
     return found
 
 
 def violation_summary(violations: Sequence[Violation]) -> str:
-    """One line: `length: 412 words, ...; sections: sections missing: Scope`."""
+    """One line: `length: 412 words, the target is ...; sections: sections missing: Scope`."""
     return "; ".join(str(v) for v in violations)
 
 
 def repair_instruction(stage: Stage, violations: Sequence[Violation]) -> str:
-    """The turn that tells the model exactly what to fix in its artifact."""
+    """The turn that tells the model exactly what is wrong with its artifact and what to do."""
     filename = str(stage.writes)
-    listed = "\n".join(f"- {v.contract}: {v.message}" for v in violations)
+    listed = "\n".join(f"- {v.contract}: {v.message}" + (f"; {v.fix}" if v.fix else "") for v in violations)
     return (
         f"`{filename}` does not meet its contract yet:\n{listed}\n"
         f"Write `{filename}` again with write_project_file: the complete document, fixing every point above. "
@@ -811,11 +860,11 @@ def repair_instruction(stage: Stage, violations: Sequence[Violation]) -> str:
 
 
 def stage_error(stage: Stage, violations: Sequence[Violation], *, kept_as: str | None = None) -> str:
-    """The stage's one-line error: the contracts broken, their figures, and the remedy."""
-    kept = f" The rejected artifact is kept in {kept_as}." if kept_as else ""
+    """The stage's one-line error: the contracts broken with their figures, and the remedy."""
+    kept = f" The rejected artifact is kept as {kept_as}." if kept_as else ""
     return (
         f"{stage.writes} does not meet its contract: {violation_summary(violations)}.{kept} "
-        f"The model could not produce a valid {contract_of(stage).kind}; try a stronger model "
+        f"The model did not write a valid {contract_of(stage).kind}: try a stronger model "
         f"(--model, or agents.{stage.name}.model in the configuration)."
     )
 

@@ -22,6 +22,11 @@ from pensieve.tools.registry import Tool, ToolContext, ToolError, render_result
 
 REPEAT_WARN = 3  # the third identical call is answered with a warning instead of a result
 REPEAT_STOP = 4  # the fourth ends the stage
+# (Counted over the calls whose results the model still has: see ToolBox.forget.)
+
+
+def _repeat_key(name: str, arguments: dict[str, Any]) -> str:
+    return f"{name}:{json.dumps(arguments, sort_keys=True, ensure_ascii=False)}"
 
 
 class LoopDetected(Exception):
@@ -42,6 +47,19 @@ class ToolBox:
         self.limits = limits
         self.calls: Counter[str] = Counter()
         self.repeats: Counter[str] = Counter()
+
+    def forget(self, name: str, raw_arguments: str) -> None:
+        """The result of this call was elided from the context (pensieve.context): the model no
+        longer has it, so making the call again is a re-read, not a repeat."""
+        try:
+            arguments = json.loads(raw_arguments) if raw_arguments.strip() else {}
+        except json.JSONDecodeError:
+            return  # never counted: it was answered with an error
+        if not isinstance(arguments, dict):
+            return
+        key = _repeat_key(name, arguments)
+        if self.repeats[key] > 0:
+            self.repeats[key] -= 1
 
     def schemas(self) -> list[dict[str, Any]]:
         return [t.openai_schema() for t in self.tools.values()]
@@ -70,7 +88,7 @@ class ToolBox:
             problem = format_validation_error(exc)
             return self._error(f"invalid arguments for {name}: {problem}; schema: {schema}", started)
 
-        key = f"{name}:{json.dumps(arguments, sort_keys=True, ensure_ascii=False)}"
+        key = _repeat_key(name, arguments)
         self.repeats[key] += 1
         if self.repeats[key] >= REPEAT_STOP:
             raise LoopDetected(f"{stage} repeated the same {name} call {REPEAT_STOP} times; stopped to save budget")

@@ -31,6 +31,8 @@ class EventKind(StrEnum):
     RETRY = "retry"  # error, error_kind, wait_s
     TOOL = "tool"  # tool, arguments (a summary), duration_s, error, result_chars
     CONTEXT_COMPACTED = "context_compacted"  # elided_tool_results
+    TEXT_TOOL_CALLS = "text_tool_calls"  # tools: calls the model wrote as text, run as calls
+    REPAIR = "repair"  # reason (reminder | contract | cut_off), message: a turn asking for a better artifact
     CITATION_CHECK = "citation_check"  # ok, problems, problem_count, citations_checked
     NOTE = "note"  # message: something the user should know that is not an error
     FETCH = "fetch"

@@ -9,12 +9,14 @@ raised, stored or shown.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from pensieve.redact import scrub
 
@@ -97,8 +99,57 @@ def _import_litellm() -> Any:
     return _litellm
 
 
+# Sent as the API key to a server of one's own (llama.cpp's llama-server, vLLM, LM Studio,
+# Ollama) when the environment has none: litellm's OpenAI client refuses to start without a
+# key, and such a server does not check it. Only ever sent to a self-hosted api_base.
+PLACEHOLDER_API_KEY = "sk-no-key-required"
+OLLAMA_PREFIXES = ("ollama/", "ollama_chat/")
+OLLAMA_DEFAULT_BASE = "http://localhost:11434"  # litellm's default for Ollama models
+# Host names that only resolve on one's own machine or network.
+_LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
+
+
+def is_self_hosted(api_base: str | None) -> bool:
+    """True when api_base is on a loopback or private address (127.0.0.1, 10.x, 192.168.x,
+    fd00::/8, Tailscale's 100.64/10, localhost, *.local, a single-label name such as a
+    compose service); False for anything else, public names included."""
+    if not api_base or not api_base.strip():
+        return False
+    text = api_base.strip()
+    if "://" not in text:
+        text = f"http://{text}"
+    try:
+        host = urlsplit(text).hostname
+    except ValueError:
+        return False
+    if not host:
+        return False
+    host = host.rstrip(".").lower()
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host == "localhost" or host.endswith(_LOCAL_SUFFIXES) or "." not in host
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return not ip.is_global and not ip.is_multicast
+
+
+def _effective_base(model: str, api_base: str | None) -> str | None:
+    """Where the calls go: api_base, or litellm's default for a provider that has one locally."""
+    if api_base:
+        return api_base
+    if model.startswith(OLLAMA_PREFIXES):
+        return os.environ.get("OLLAMA_API_BASE") or OLLAMA_DEFAULT_BASE
+    return None
+
+
 def key_problem(model: str, api_base: str | None) -> str | None:
-    """Say which environment variable is missing for this model, or None if all is set."""
+    """Say which environment variable is missing for this model, or None if all is set.
+
+    A server of one's own (a loopback or private api_base) needs no key: `complete` sends a
+    placeholder. A public api_base still needs the provider's variable."""
+    if is_self_hosted(_effective_base(model, api_base)):
+        return None
     litellm = _import_litellm()
     try:
         found = litellm.validate_environment(model=model, api_base=api_base)
@@ -111,6 +162,82 @@ def key_problem(model: str, api_base: str | None) -> str | None:
         f"model {model!r} needs {', '.join(missing)} in the environment; export it "
         f"(e.g. `export {missing[0]}=...`) or choose another model with --model / PENSIEVE_MODEL"
     )
+
+
+def _placeholder_key(litellm: Any, model: str, api_base: str | None) -> str | None:
+    """PLACEHOLDER_API_KEY when a self-hosted server is called and no key is in the environment."""
+    if not is_self_hosted(_effective_base(model, api_base)):
+        return None
+    try:
+        found = litellm.validate_environment(model=model, api_base=api_base)
+    except Exception:  # unknown provider strings: nothing to stand in for
+        return None
+    # Only keys: Ollama's "missing" OLLAMA_API_BASE is a default, not a credential.
+    missing = [str(name) for name in found.get("missing_keys") or [] if "KEY" in str(name).upper()]
+    if not missing or found.get("keys_in_environment"):
+        return None
+    return PLACEHOLDER_API_KEY
+
+
+# Context windows. A token is about 3.5 characters of English prose and markdown (a little
+# less than the usual 4: tool results carry markup, numbers and URLs).
+CHARS_PER_TOKEN = 3.5
+MIN_CONTEXT_CHARS = 10_000  # the floor of llm.max_context_chars: below it every turn elides
+# An Ollama model's own window can be 128k tokens; asking Ollama for all of it (num_ctx)
+# makes it allocate a KV cache of many gigabytes. Unless llm.context_window says otherwise,
+# a window learnt from litellm is capped here for Ollama (about 115,000 characters).
+OLLAMA_AUTO_WINDOW_CAP = 32_768
+
+_windows: dict[tuple[str, str | None], int | None] = {}
+
+
+def model_window(model: str, api_base: str | None = None) -> int | None:
+    """The model's context window in tokens as litellm knows it (`max_input_tokens`), or None.
+
+    Cached per model. litellm answers from its bundled table; for an Ollama model missing
+    from it, litellm asks the server (/api/show) once."""
+    key = (model, api_base)
+    if key not in _windows:
+        _windows[key] = _lookup_window(_import_litellm(), model, api_base)
+    return _windows[key]
+
+
+def _lookup_window(litellm: Any, model: str, api_base: str | None) -> int | None:
+    names = [model]
+    if model.startswith("ollama_chat/"):  # litellm's table lists Ollama models as ollama/...
+        names.append("ollama/" + model.split("/", 1)[1])
+    for name in names:
+        try:
+            info = litellm.get_model_info(name, api_base=api_base)
+        except Exception:  # ModelNotMappedError and friends: unknown here
+            continue
+        value = info.get("max_input_tokens") if isinstance(info, dict) else None
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def context_window(model: str, api_base: str | None, configured: int | None) -> int | None:
+    """The window Pensieve plans for, in tokens: `llm.context_window` when set (the user knows
+    their server: a llama-server started with -c 8192 may serve a model litellm thinks has
+    128k), else litellm's model info (capped for Ollama), else None (unknown)."""
+    if configured:
+        return configured
+    window = model_window(model, api_base)
+    if window and model.startswith(OLLAMA_PREFIXES):
+        window = min(window, OLLAMA_AUTO_WINDOW_CAP)
+    return window
+
+
+def context_chars(max_chars: int, window: int | None, max_output_tokens: int | None) -> int:
+    """The conversation's character budget: `llm.max_context_chars`, lowered so the prompt
+    and the reply both fit in `window` tokens; `max_chars` as it is when the window is unknown."""
+    if not window:
+        return max_chars
+    # Room for the reply, but never more than half the window (a 4k model with 4k of output).
+    reserve = min(max_output_tokens, window // 2) if max_output_tokens else window // 4
+    fits = int((window - reserve) * CHARS_PER_TOKEN)
+    return max(min(max_chars, fits), MIN_CONTEXT_CHARS)
 
 
 def _retry_after(exc: Exception) -> float | None:
@@ -246,10 +373,14 @@ async def complete(
     temperature: float | None = None,
     timeout_s: float = 180.0,
     max_tokens: int | None = None,
+    context_window: int | None = None,
     policy: RetryPolicy | None = None,
     on_retry: Callable[[LLMError, float], None] | None = None,
 ) -> LLMReply:
-    """One model turn. Retries 429, 5xx, timeouts and connection errors; never 4xx."""
+    """One model turn. Retries 429, 5xx, timeouts and connection errors; never 4xx.
+
+    `context_window` (tokens) is sent to Ollama as `num_ctx`: without it Ollama runs the
+    model with its own small default and silently drops the start of a long conversation."""
     litellm = _import_litellm()
     policy = policy or RetryPolicy()
     kwargs: dict[str, Any] = {
@@ -263,6 +394,11 @@ async def complete(
         kwargs["tools"] = tools
     if api_base:
         kwargs["api_base"] = api_base
+    placeholder = _placeholder_key(litellm, model, api_base)
+    if placeholder:
+        kwargs["api_key"] = placeholder
+    if context_window and model.startswith(OLLAMA_PREFIXES):
+        kwargs["num_ctx"] = context_window  # litellm puts it in Ollama's request options
     supported = _supported_params(litellm, model)
     if temperature is not None and (supported is None or "temperature" in supported):
         kwargs["temperature"] = temperature

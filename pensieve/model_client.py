@@ -24,6 +24,9 @@ from pensieve.events import EventKind, EventSink
 class ModelClient(Protocol):
     model: str
 
+    @property
+    def context_chars(self) -> int: ...
+
     async def complete(
         self,
         messages: list[dict[str, Any]],
@@ -49,6 +52,17 @@ class StageModelClient:
             retries=llm_settings.retries, base_s=llm_settings.retry_base_s, max_wait_s=llm_settings.retry_max_wait_s
         )
 
+    @property
+    def context_window(self) -> int | None:
+        """The model's window in tokens: llm.context_window, else litellm's model info, else None."""
+        return llm.context_window(self.model, self.settings.llm.api_base, self.settings.llm.context_window)
+
+    @property
+    def context_chars(self) -> int:
+        """The conversation's character budget: llm.max_context_chars, lowered to fit the window."""
+        llm_settings = self.settings.llm
+        return llm.context_chars(llm_settings.max_context_chars, self.context_window, llm_settings.max_output_tokens)
+
     def _on_retry(self, error: llm.LLMError, wait: float) -> None:
         self.events.emit(EventKind.RETRY, self.stage, error=error.message, error_kind=error.kind, wait_s=round(wait, 2))
 
@@ -72,6 +86,7 @@ class StageModelClient:
                 temperature=self.settings.temperature_for(self.stage) if temperature is None else temperature,
                 timeout_s=self.settings.llm.timeout_s,
                 max_tokens=self.settings.llm.max_output_tokens,
+                context_window=self.context_window,
                 policy=self._policy(),
                 on_retry=self._on_retry,
             )

@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pensieve import llm
 from pensieve.agent import AgentRun, run_agent
 from pensieve.citations import hooks as citation_hooks
+from pensieve.citations.cited_sources import load_sources
 from pensieve.clock import now_iso
 from pensieve.commit import (
     COMMIT_MARKER,
@@ -30,16 +30,18 @@ from pensieve.commit import (
     staged_artifact,
 )
 from pensieve.config import Settings
+from pensieve.contracts import Violation, check_artifact
 from pensieve.errors import StageFailed, UsageError
 from pensieve.events import EventBus, EventKind, EventLog, Subscriber
+from pensieve.finishing import ContractCheck, ContractFailed, Finisher, unfence
 from pensieve.model_client import StageModelClient
-from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES, Stage, downstream_of
+from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES, Artifact, Stage, downstream_of
 from pensieve.staleness import input_hashes
 from pensieve.status import Status, Usage, load_status, save_status
 from pensieve.tools import offered_tools
 from pensieve.tools.registry import RunResources, ToolContext
 from pensieve.topics.capture import capture_on_complete
-from pensieve.workspace import Project, atomic_write_text, remove_stale_temporaries
+from pensieve.workspace import Project, atomic_copy, atomic_write_text, remove_stale_temporaries
 
 # Hooks run once when a project completes (e.g. capturing it into the topic library).
 CompleteHook = Callable[[Project, Settings], Awaitable[None]]
@@ -61,17 +63,6 @@ class RunResult:
     failed: list[str] = field(default_factory=list)
     # What this run alone spent (status.usage counts every run of the project).
     spent: Usage = field(default_factory=Usage)
-
-
-_FENCED = re.compile(r"^```(?:markdown|md)?[ \t]*\n(.*)\n```$", re.S | re.I)
-
-
-def unfence(text: str) -> str:
-    """A final message used as the artifact: models often wrap a whole document in a
-    ```markdown fence, which would end up in the file."""
-    text = text.strip()
-    match = _FENCED.match(text)
-    return match.group(1).strip() if match and "\n```" not in match.group(1) else text
 
 
 def select_stages(status: Status, options: RunOptions) -> list[str]:
@@ -110,13 +101,27 @@ def preflight(project: Project, settings: Settings, options: RunOptions, environ
     if None in models:
         raise UsageError(
             "no model configured: set llm.model in configs/pensieve.yaml, or PENSIEVE_MODEL, or pass --model "
-            "(e.g. openai/gpt-4o-mini or ollama/llama3.1)"
+            "(e.g. openai/gpt-4o-mini, or ollama_chat/llama3.1 for a local model through Ollama)"
         )
     for model in sorted(m for m in models if m):
         problem = llm.key_problem(model, settings.llm.api_base)
         if problem:
             raise UsageError(problem)
     return selected
+
+
+def preflight_warnings(settings: Settings, options: RunOptions) -> list[str]:
+    """Advice worth one line before a run that may still work (the CLI prints it on stderr)."""
+    names = [options.stage] if options.stage else STAGE_NAMES
+    models = sorted({m for m in (options.model or settings.model_for(name) for name in names) if m})
+    # litellm's ollama/ provider sends Ollama `format: json` whenever tools are given, so the
+    # model answers every turn with a JSON object instead of calling tools or writing prose.
+    return [
+        f"warning: {model}: litellm's ollama/ provider forces JSON output when tools are given; "
+        f"use ollama_chat/{model.split('/', 1)[1]} instead"
+        for model in models
+        if model.startswith("ollama/")
+    ]
 
 
 class Runner:
@@ -188,7 +193,7 @@ class Runner:
         try:
             await self._produce(stage, run)
         except StageFailed as exc:
-            self._fail(stage, str(exc))
+            self._fail(stage, self._failure_message(stage, exc))
             raise
         except asyncio.CancelledError:
             self._interrupted(stage)
@@ -238,9 +243,41 @@ class Runner:
             if name not in self.resources.noted:
                 self.resources.noted.add(name)
                 self.events.note(f"{name} is not available: {why}")
-        return AgentRun(
-            ctx=ctx, tools=tools, missing_tools=missing, client=client, extra_instructions=extra_instructions
+        finisher = Finisher(
+            stage,
+            staged_artifact(self.project, stage),
+            self._contract_check(stage, web=any(t.name == "web_search" for t in tools)),
+            repair_turns=self.settings.llm.repair_turns,
+            max_output_tokens=self.settings.llm.max_output_tokens,
         )
+        return AgentRun(
+            ctx=ctx,
+            tools=tools,
+            missing_tools=missing,
+            client=client,
+            extra_instructions=extra_instructions,
+            finisher=finisher,
+        )
+
+    def _contract_check(self, stage: Stage, *, web: bool) -> ContractCheck:
+        """The stage's contract, bound to what it is judged against: the user's brief, the
+        prompts it was given (an echo is no artifact), and the pages it could have cited."""
+        brief_path = self.project.file(Artifact.BRIEF)
+        brief = brief_path.read_text(encoding="utf-8", errors="replace") if brief_path.is_file() else ""
+
+        def check(text: str, prompts: Sequence[str]) -> list[Violation]:
+            system, task = (*prompts, "", "")[:2]
+            return check_artifact(
+                stage,
+                text,
+                settings=self.settings,
+                brief_text=brief,
+                prompt=system,
+                task_message=task,
+                web_sources=len(load_sources(self.project.dir)) if web else None,
+            )
+
+        return check
 
     def _record_usage(self, stage: str, reply: llm.LLMReply) -> None:
         for usage in (self.status.stages[stage].usage, self.status.usage, self.spent):
@@ -249,20 +286,22 @@ class Runner:
 
     async def _produce(self, stage: Stage, run: AgentRun) -> None:
         """Run the agent, turn what it left into the staged artifact, commit it."""
+        entry = self.status.stages[stage.name]
         try:
-            final_text = await run_agent(run)
+            await run_agent(run)
+        except ContractFailed as exc:
+            entry.violations = [str(v) for v in exc.violations]
+            raise
         finally:
-            self.status.stages[stage.name].tool_calls = dict(run.tool_calls)
-        self._stage_artifact(stage, final_text)
+            entry.tool_calls, entry.repairs = dict(run.tool_calls), list(run.repairs)
+            entry.text_tool_calls = run.text_tool_calls
+        entry.violations = []
+        self._transform_staged(stage)
         self._finish_commit(stage, mark_committed(self.project, stage))
 
-    def _stage_artifact(self, stage: Stage, final_text: str) -> None:
-        """The file the agent wrote (or its final message), with the row's transform applied."""
+    def _transform_staged(self, stage: Stage) -> None:
+        """The artifact the agent loop accepted, with the row's transform applied."""
         staged = staged_artifact(self.project, stage)
-        if not (staged.is_file() and staged.read_text(encoding="utf-8", errors="replace").strip()):
-            if not final_text.strip():
-                raise StageFailed(f"{stage.name} finished without writing {stage.writes} and without a final message")
-            atomic_write_text(staged, unfence(final_text) + "\n")
         text = staged.read_text(encoding="utf-8", errors="replace")
         rewritten = citation_hooks.transform_artifact(self.project, stage, text)
         if rewritten != text:
@@ -283,6 +322,18 @@ class Runner:
             citations_checked=report.citations_checked,
         )
         return citation_hooks.resend_instructions(report, stage) if stage.resend_on_failed_check else None
+
+    def _failure_message(self, stage: Stage, exc: StageFailed) -> str:
+        """The reason, and where the work the stage did is kept for the user to read."""
+        staged = staged_artifact(self.project, stage)
+        if not staged.is_file():
+            return str(exc)
+        kept = self.project.rejected_dir / stage.writes
+        atomic_copy(staged, kept)  # staging is cleared when the stage runs again
+        where = kept.relative_to(self.project.dir).as_posix()
+        if isinstance(exc, ContractFailed):
+            return exc.with_kept(where)
+        return f"{exc}. The {stage.writes} it wrote is kept in {where}."
 
     def _fail(self, stage: Stage, reason: str) -> None:
         from pensieve.redact import scrub
@@ -416,4 +467,4 @@ def run_project(
         return asyncio.run(runner.run(selected))
 
 
-__all__ = ["COMMIT_MARKER", "STAGES", "RunOptions", "RunResult", "Runner", "run_project"]
+__all__ = ["COMMIT_MARKER", "STAGES", "RunOptions", "RunResult", "Runner", "run_project", "unfence"]

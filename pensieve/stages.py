@@ -19,10 +19,10 @@ from pensieve.citations import references
 from pensieve.workspace import BRIEF_FILE
 
 if TYPE_CHECKING:
-    from pensieve.citations.cited_sources import CitedSource as Source
+    from pensieve.citations.cited_sources import CitedSource
 
 # Rewrites an artifact before it is committed, given the project's archived sources.
-Transform = Callable[[str, "dict[str, Source]"], str]
+Transform = Callable[[str, "dict[str, CitedSource]"], str]
 
 
 class Artifact(StrEnum):
@@ -61,6 +61,9 @@ class Stage:
     citation_check: bool = False
     # A failed check on this stage's own artifact sends the stage back once to fix it.
     resend_on_failed_check: bool = False
+    # The stage's sampling temperature unless agents.<stage>.temperature says otherwise
+    # (None: llm.temperature). Checkers compare rather than invent: they run cool.
+    temperature: float | None = None
 
 
 _FILES = ("read_project_file", "write_project_file")
@@ -123,6 +126,7 @@ STAGES: tuple[Stage, ...] = (
         reads=(Artifact.TOPIC_BRIEF, Artifact.RESEARCH_NOTES, Artifact.DRAFT_V1),
         writes=Artifact.FACT_CHECK,
         after=("drafter",),
+        temperature=0.2,
     ),
     Stage(
         name="style_reviewer",
@@ -172,6 +176,7 @@ STAGES: tuple[Stage, ...] = (
         reads=(Artifact.TOPIC_BRIEF, Artifact.FINAL),
         writes=Artifact.CONSISTENCY_REPORT,
         after=("polisher",),
+        temperature=0.2,
     ),
 )
 

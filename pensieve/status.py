@@ -55,7 +55,13 @@ class StageStatus(BaseModel):
     model: str | None = None
     attempts: int = 0
     usage: Usage = Field(default_factory=Usage)
+    # Calls the dispatcher ran in the stage's last attempt, by tool.
     tool_calls: dict[str, int] = Field(default_factory=dict)
+    # The last attempt's turns that asked for a better artifact (reminder, contract,
+    # cut_off), tool calls the model wrote as text, and the contracts its artifact broke.
+    repairs: list[str] = Field(default_factory=list)
+    text_tool_calls: int = 0
+    violations: list[str] = Field(default_factory=list)
     artifact: str | None = None
     artifact_sha256: str | None = None
     # sha256 of each input file when the stage last started: a later edit makes it stale.

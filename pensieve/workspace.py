@@ -30,6 +30,8 @@ LOCK_FILE = ".run.lock"
 BRIEF_FILE = "brief.md"
 STAGING_DIR = ".staging"
 HISTORY_DIR = "history"
+# An artifact that failed its contract, kept for the user to read (never deleted).
+REJECTED_DIR = "rejected"
 SCRATCH_DIR = "scratch"
 # Files no agent may read or write through the file tools.
 RESERVED = frozenset({STATUS_FILE, EVENTS_FILE, LOCK_FILE})
@@ -227,6 +229,10 @@ class Project:
     @property
     def history_dir(self) -> Path:
         return self.dir / HISTORY_DIR
+
+    @property
+    def rejected_dir(self) -> Path:
+        return self.dir / REJECTED_DIR
 
     def file(self, name: str) -> Path:
         return self.dir / name

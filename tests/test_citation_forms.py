@@ -23,6 +23,9 @@ from pensieve.status import Status, save_status
 from pensieve.topics.capture import capture_on_complete, capture_project
 from pensieve.topics.library import parse_topic
 from pensieve.workspace import Project, Workspace
+from tests.conftest import Home
+from tests.fakes.web_site import FakeSite
+from tests.test_citations import P1, P2, P3, script_clean_run, status_of
 
 SOURCES = {
     sid: CitedSource(sid, f"https://{sid.lower()}.example/page", f"https://{sid.lower()}.example/page", title, "", "")
@@ -89,10 +92,41 @@ def test_code_is_left_alone_around_normalised_prose() -> None:
 
 _TOKENS = st.sampled_from(
     [
-        "[S1]", "[s2]", "(S3)", "(s4)", "[^S5]", "[S1, p. 4]", "[S1; S2]", "[S1,S2]", "[S1][S2]", "[S1] [S2]",
-        "[S1-S4]", "([S2])", "((S1))", "[Section 1]", "(S1 class cars)", "[S1](http://x.example)", "[^S1]:",
-        "`[s1]`", "```", "\n", " ", "(", ")", "[", "]", ";", ",", "S", "s", "1", "p. 4", "and", "^", "-",
-    ]  # fmt: skip
+        "[S1]",
+        "[s2]",
+        "(S3)",
+        "(s4)",
+        "[^S5]",
+        "[S1, p. 4]",
+        "[S1; S2]",
+        "[S1,S2]",
+        "[S1][S2]",
+        "[S1] [S2]",
+        "[S1-S4]",
+        "([S2])",
+        "((S1))",
+        "[Section 1]",
+        "(S1 class cars)",
+        "[S1](http://x.example)",
+        "[^S1]:",
+        "`[s1]`",
+        "```",
+        "\n",
+        " ",
+        "(",
+        ")",
+        "[",
+        "]",
+        ";",
+        ",",
+        "S",
+        "s",
+        "1",
+        "p. 4",
+        "and",
+        "^",
+        "-",
+    ]
 )
 _CITED_TEXT = st.lists(st.one_of(_TOKENS, st.text(max_size=8)), max_size=30).map("".join)
 
@@ -205,9 +239,7 @@ def test_only_the_revisers_trailing_notes_are_split_off() -> None:
 
 
 def test_revision_notes_are_found_after_a_changes_section() -> None:
-    facts = (
-        "| # | claim | cited | verdict | evidence |\n|---|---|---|---|---|\n| 1 | prices | S1 | not found | - |\n"
-    )
+    facts = "| # | claim | cited | verdict | evidence |\n|---|---|---|---|---|\n| 1 | prices | S1 | not found | - |\n"
     v2 = with_references(ARTICLE + "\n## Revision notes\n\n- Claim 1: removed the figure.\n", SOURCES)
     report = run_check({"draft_v2.md": v2, "fact_check.md": facts}, SOURCES, 0.0)
     assert not [p for p in report.problems if p.kind == "unaddressed_claim"], report.problems
@@ -277,3 +309,30 @@ async def test_the_completion_hook_never_captures_a_failed_project(tmp_path: Pat
     assert not project.workspace.topics_dir.exists()
     (event,) = [e for e in read_events(project.events_path) if e["kind"] == "topic_capture_failed"]
     assert "not complete" in event["error"]
+
+
+# -- through the pipeline -----------------------------------------------------------------------
+
+
+def test_a_run_with_odd_citations_and_a_changes_section_keeps_the_whole_article(web_home: Home, site: FakeSite) -> None:
+    # Contracts (word counts, sections) are tested elsewhere; this run is about citations.
+    web_home.configure(topics={"capture": True}, contracts={"enabled": False})
+    pid = web_home.new()
+    odd = (
+        "# Vector search\n\n## Graphs\n\n" + P1.replace("[S1]", "(S1)") + "\n\n"
+        "## Changes in the industry\n\n" + P2.replace("[S2]", "[s2, p. 4]") + "\n\n"
+        "## Changes\n\n" + P3.replace("[S1, S2]", "[S1; S2]") + "\n\n"
+        "## Outlook\n\nEvery index will keep trading accuracy for speed, as it always has [^S2][S1].\n"
+    )
+    script_clean_run(web_home, site, draft=odd, final=odd)
+    result = web_home.run("run", pid, "--quiet")
+    assert result.exit_code == 0, result.stderr
+    final = (web_home.project_dir(pid) / "final.md").read_text()
+    for kept in ("## Changes in the industry", "codebooks [2].", "## Changes\n", "## Outlook", "has [2, 1]."):
+        assert kept in final, kept
+    assert "top layer [1]." in final and "vector search [1, 2]." in final
+    assert status_of(web_home, pid)["problems"] == []
+    (topic,) = (web_home.path / "workspaces" / "default" / "topics").glob("*.md")
+    captured = topic.read_text()
+    assert not re.search(r"\[\^?s\d+", captured, re.I), captured
+    assert f"HNSW is a layered graph ([How HNSW works]({site.url('/article')}))." in captured

@@ -7,6 +7,8 @@ from typing import Any
 
 from pensieve.stages import STAGE_NAMES, STAGES
 from tests.conftest import Home
+from tests.fakes import artifacts
+from tests.fakes.artifacts import DEFAULT_TOPIC
 from tests.fakes.model_server import call, calls, error, text
 
 # The spec's tool matrix, written out independently of pensieve.stages.
@@ -127,14 +129,19 @@ def test_agent_may_not_write_another_stages_artifact(home: Home) -> None:
 
 
 def test_final_message_becomes_the_artifact_when_none_was_written(home: Home) -> None:
-    home.model.script("outliner", text("# Outline from the final message\n\n1. Intro"))
+    # Not written: one reminder turn; then the final message is the artifact, since it meets the contract.
+    outline = artifacts.outline(DEFAULT_TOPIC)
+    home.model.script("outliner", text("Here is the outline."), text(f"```markdown\n{outline}\n```"))
     pid = home.new()
     assert home.run("run", pid, "--until", "outliner").exit_code == 0
-    assert (home.project_dir(pid) / "outline.md").read_text() == "# Outline from the final message\n\n1. Intro\n"
+    assert (home.project_dir(pid) / "outline.md").read_text() == outline.strip() + "\n"
+    reminder = home.model.for_stage("outliner")[1].messages[-1]["content"]
+    assert reminder.startswith("You have not written `outline.md` yet")
+    assert status_of(home, pid)["stages"]["outliner"]["repairs"] == ["reminder"]
 
 
 def test_stage_fails_when_nothing_was_written_and_nothing_said(home: Home) -> None:
-    home.model.script("outliner", text(""))
+    home.model.script("outliner", text(""), text(""))  # the reminder turn gets nothing either
     pid = home.new()
     result = home.run("run", pid)
     assert result.exit_code == 1
@@ -185,10 +192,11 @@ def test_stage_rerun_keeps_the_replaced_artifact_in_history(home: Home) -> None:
     assert home.run("run", pid).exit_code == 0
     project = home.project_dir(pid)
     (project / "draft_v1.md").write_text("# My hand-edited draft\n")
-    home.model.script("drafter", text("# A new draft"))
+    new_draft = artifacts.article("A new draft about vector databases")
+    home.model.script("drafter", call("write_project_file", {"filename": "draft_v1.md", "content": new_draft}))
     result = home.run("run", pid, "--stage", "drafter")
     assert result.exit_code == 0, result.stderr
-    assert (project / "draft_v1.md").read_text() == "# A new draft\n"
+    assert (project / "draft_v1.md").read_text().startswith(new_draft.strip())
     kept = list((project / "history").glob("draft_v1.*.md"))
     assert [p.read_text() for p in kept] == ["# My hand-edited draft\n"]
     assert home.model.count("drafter") == 3 and home.model.count("reviser") == 2

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pensieve.status import load_status, save_status
+from pensieve.status import Status, load_status, save_status
 from tests.conftest import Home, Invocation
 from tests.test_topics_library import BRIEF, NOTES
 from tests.topic_library import TOPICS, write_library
@@ -152,7 +152,9 @@ def test_commands_that_do_not_search_import_no_model(tmp_path: Path, args: list[
     write_library(topics, TOPICS[:1])
     project = tmp_path / "workspaces" / "default" / "projects" / "btrees"
     project.mkdir(parents=True)
-    (project / "status.json").write_text("{}")
+    status = Status.new("btrees", "default")
+    status.status = "complete"  # only a finished project is captured
+    save_status(project / "status.json", status)
     (project / "topic_brief.md").write_text(BRIEF)
     (project / "research_notes.md").write_text(NOTES)
     env = {**os.environ, "PENSIEVE_HOME": str(tmp_path)}

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from pensieve.errors import UsageError
+from pensieve.status import Status, save_status
 from pensieve.topics.capture import capture_project
 from pensieve.topics.chunking import MAX_CHUNK_WORDS, SNIPPET_CHARS, chunk_topic
-from pensieve.status import Status, save_status
 from pensieve.topics.library import (
     Topic,
     TopicFormatError,

@@ -101,7 +101,7 @@ def test_capture_on_completion_uses_the_artifacts(home: Home) -> None:
     pid = home.new()
     assert home.run("run", pid).exit_code == 0
     (captured,) = _topics_dir(home).glob("*.md")
-    assert captured.name == "topic-refiner-output.md"  # the fake model's brief title
+    assert captured.name == "how-vector-databases-index-embeddings.md"  # the fake model's brief title
     assert f"project: {pid}" in captured.read_text()
 
 

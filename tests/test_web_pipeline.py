@@ -15,7 +15,11 @@ from tests.fakes.search_server import FakeSearch
 from tests.fakes.web_site import ARTICLE_FACT, FakeSite
 from tests.web_fixtures import SEARCH_KEY
 
-NOTES = "# Research notes\n\n- HNSW builds a layered graph [S1].\n\n## Sources\n- S1, S2\n"
+NOTES = (
+    "# Research notes\n\n## How HNSW indexes embeddings\n- HNSW builds a layered graph [S1].\n"
+    "- Product quantisation compresses vectors with codebooks [S2].\n\n"
+    "## Open questions\n- How recall changes as the index grows.\n\n## Sources\n- S1, S2\n"
+)
 CHECK = "| # | claim | cited source | verdict | evidence |\n|---|---|---|---|---|\n| 1 | HNSW | S1 | supported | q |\n"
 
 

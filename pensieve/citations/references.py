@@ -41,7 +41,9 @@ def source_list(sources: dict[str, CitedSource]) -> str:
     if not sources:
         lines.append("(No pages were fetched: claims above are unsourced.)")
     for source in sorted(sources.values(), key=lambda s: int(s.id[1:])):
-        lines.append(f"- [{source.id}] {source_title(source)} - {source_url(source)} (fetched {source.fetched_at[:10]})")
+        lines.append(
+            f"- [{source.id}] {source_title(source)} - {source_url(source)} (fetched {source.fetched_at[:10]})"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -1,8 +1,10 @@
 """Reading citations out of markdown, and the normalisation used to match quotations.
 
 Pure functions over strings: no I/O, no model. Citation ids are those the source archive
-assigns (`[S3]`, also `[S3, S7]` and `[S3][S7]`); final articles are renumbered for the
-reader (`[1]`) with a generated reference list that maps each number back to its id.
+assigns (`[S3]`, also `[S3, S7]`); every other form a model writes (`(S3)`, `[s3]`,
+`[S3, p. 4]`, `[^S3]`, `[S3; S7]`, `[S3][S7]`...) is made canonical by normalize_citations
+before anything reads or rewrites a text. Final articles are renumbered for the reader
+(`[1]`) with a generated reference list that maps each number back to its id.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ _ANY_HEADING = re.compile(r"^#{1,6}\s", re.M)
 # notes", any level, emphasis or a colon allowed), or that phrase alone on a bold line.
 _HEADING_LINE = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$", re.M)
 _NOTES_TITLE = re.compile(r"[*_ \t]*revision notes?[*_ \t]*:?[*_ \t]*", re.I)
-_NOTES_LINE = re.compile(r"^[ \t]*(?:\*\*|__)?[ \t]*revision notes?[ \t]*:?[ \t]*(?:\*\*|__)?[ \t]*:?[ \t]*$", re.I | re.M)
+_NOTES_LINE = re.compile(
+    r"^[ \t]*(?:\*\*|__)?[ \t]*revision notes?[ \t]*:?[ \t]*(?:\*\*|__)?[ \t]*:?[ \t]*$", re.I | re.M
+)
 
 _QUOTES = str.maketrans(
     {
@@ -114,9 +118,7 @@ def split_notes(text: str) -> tuple[str, str | None]:
     is part of the article and never cuts it short.
     """
     code = code_spans(text)
-    headings = [
-        (len(m.group(1)), m) for m in _HEADING_LINE.finditer(text) if not _inside(m.start(), code)
-    ]
+    headings = [(len(m.group(1)), m) for m in _HEADING_LINE.finditer(text) if not _inside(m.start(), code)]
     lines = [(7, m) for m in _NOTES_LINE.finditer(text) if not _inside(m.start(), code)]
     candidates = [(level, m) for level, m in headings if _NOTES_TITLE.fullmatch(m.group(2))] + lines
     if not candidates:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
+from pensieve.source_archive import SOURCES_DIR
 from pensieve.tools.registry import ToolContext, ToolError, tool
-from pensieve.untrusted import cap, sanitize, wrap
+from pensieve.untrusted import sanitize, wrap
 from pensieve.workspace import (
     RESERVED,
     RESERVED_DIRS,
@@ -22,7 +23,7 @@ from pensieve.workspace import (
     atomic_write_text,
 )
 
-MAX_READ_CHARS = 200_000
+MAX_READ_CHARS = 200_000  # per call; an archived page (sources/) gets fetch.max_chars, as fetch_url does
 MAX_WRITE_CHARS = 1_000_000
 
 
@@ -77,13 +78,36 @@ def resolve_inside(root: Path, relative: PurePosixPath) -> Path:
     return target
 
 
+def _part(name: str, text: str, offset: int, limit: int) -> tuple[str, str, str]:
+    """The characters [offset, offset + limit) of text, with a header when it is not the
+    start and a footer saying how much is left and the call that reads it (truncate visibly)."""
+    total = len(text)
+    if offset and offset >= total:
+        raise ToolError(f"offset {offset:,} is past the end of {name!r} ({total:,} characters); read from offset 0")
+    part = text[offset : offset + limit]
+    end = offset + len(part)
+    header = f"{name}: characters {offset:,} to {end:,} of {total:,}.\n" if offset else ""
+    footer = ""
+    if end < total:
+        footer = (
+            f"\n[... {total - end:,} more characters: "
+            f"read_project_file(filename={name!r}, offset={end}) reads on]"
+        )
+    return header, part, footer
+
+
 @tool(default_limit=40)
-async def read_project_file(ctx: ToolContext, filename: str) -> str:
+async def read_project_file(ctx: ToolContext, filename: str, offset: int = 0) -> str:
     """Read a file from the current project directory (for example an earlier stage's artifact).
+
+    A long file is returned in parts: the result then ends with the call that reads on.
 
     Args:
         filename: Name of the file relative to the project directory, e.g. 'draft_v1.md'.
+        offset: The character to start from, to read on in a long file (default 0, the start).
     """
+    if offset < 0:
+        raise ToolError(f"offset must be 0 or more, not {offset}")
     relative = check_relative_name(filename)
     name = str(relative)
     target = resolve_inside(ctx.project.dir, relative)
@@ -97,7 +121,9 @@ async def read_project_file(ctx: ToolContext, filename: str) -> str:
         text = target.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise ToolError(f"cannot read {name!r}: {exc.strerror}") from None
-    return wrap(name, cap(sanitize(text, collapse_whitespace=False), MAX_READ_CHARS))
+    limit = ctx.settings.fetch.max_chars if relative.parts[0] == SOURCES_DIR else MAX_READ_CHARS
+    header, part, footer = _part(name, sanitize(text, collapse_whitespace=False), offset, limit)
+    return f"{header}{wrap(name, part)}{footer}"
 
 
 @tool(default_limit=20)

@@ -1,30 +1,102 @@
-"""list_projects: the other articles of this workspace, for cross-article consistency."""
+"""list_projects: the other articles of this workspace, for cross-article consistency.
+
+Each row is the spec's `{id, brief, status}`; a complete project also has the `title` and
+a `summary` (the opening of its `final.md`), so the Consistency Checker has the earlier
+articles' claims in front of it, not just what their briefs asked for. Everything in a row
+was written by a user or a model: it is sanitised and capped like any untrusted text.
+"""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 from pensieve.tools.registry import ToolContext, tool
 from pensieve.untrusted import sanitize
 
 PROJECT_STATES = frozenset({"pending", "running", "paused", "complete", "error"})
+FINAL_FILE = "final.md"  # pensieve.stages.Artifact.FINAL (stages sits above the tools)
+TITLE_CHARS = 200
+SUMMARY_CHARS = 300
+_HEAD_BYTES = 64_000  # the title and opening paragraph are near the top of the file
+
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_EMPHASIS = re.compile(r"[*_`]+")
+# [1], [1, 2], [1-3], [S3], [S1; S2]: reader-facing citation marks, noise in a summary.
+_CITATION = re.compile(r"\s*\[(?:S?\d+(?:\s*[,;\u2013-]\s*S?\d+)*)\]", re.I)
+
+
+def _one_line(text: str, limit: int) -> str:
+    text = " ".join(sanitize(text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
+    return cut.rstrip(" ,;:") + "\u2026"
+
+
+def document_title(text: str, *, first_line: bool = False) -> str:
+    """The `# Title` of a markdown text; with first_line, else its first non-blank line ("" if none)."""
+    fallback = ""
+    for line in text.splitlines():
+        match = _HEADING.match(line)
+        if match and len(match.group(1)) == 1:
+            return _one_line(_EMPHASIS.sub("", match.group(2)), TITLE_CHARS)
+        if not fallback and line.strip() and not line.lstrip().startswith("<!--"):
+            fallback = _EMPHASIS.sub("", match.group(2) if match else line)
+    return _one_line(fallback, TITLE_CHARS) if first_line else ""
+
+
+def opening_paragraph(text: str, limit: int = SUMMARY_CHARS) -> str:
+    """The first prose paragraph of an article (headings, tables, code and comments skipped)."""
+    for block in re.split(r"\n\s*\n", text):
+        block = block.strip()
+        if not block or block.startswith(("#", "|", "```", "~~~", "<!--", "---", "***")):
+            continue
+        return _one_line(_CITATION.sub("", _EMPHASIS.sub("", block)), limit)
+    return ""
+
+
+def _head(path: Path) -> str:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(_HEAD_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def project_summaries(ctx: ToolContext) -> list[dict[str, Any]]:
     from pensieve.project_list import summarize_projects
 
-    return [
-        {"id": row.id, "brief": sanitize(row.brief)[:2000], "status": row.status}
-        for row in summarize_projects(ctx.project.workspace)
-        if row.has_brief and row.status in PROJECT_STATES
-    ]
+    rows: list[dict[str, Any]] = []
+    for row in summarize_projects(ctx.project.workspace):
+        if not row.has_brief or row.status not in PROJECT_STATES:
+            continue
+        item: dict[str, Any] = {"id": row.id, "brief": sanitize(row.brief)[:2000], "status": row.status}
+        if row.status == "complete":
+            final = _head(ctx.project.workspace.projects_dir / row.id / FINAL_FILE)
+            item["title"] = document_title(final) or document_title(row.brief, first_line=True)
+            item["summary"] = opening_paragraph(final)
+        rows.append(item)
+    return rows
+
+
+def earlier_articles(ctx: ToolContext) -> dict[str, str]:
+    """id -> title of the workspace's other complete projects: what list_projects shows the
+    Consistency Checker it can compare against (the consistency report's contract input)."""
+    return {
+        str(item["id"]): str(item["title"])
+        for item in project_summaries(ctx)
+        if item["status"] == "complete" and item["id"] != ctx.project.id
+    }
 
 
 @tool(default_limit=5)
 async def list_projects(ctx: ToolContext) -> list[dict[str, Any]]:
     """List every project (article) in the current workspace with its id, brief and pipeline status.
 
-    Use read-only: other projects' files cannot be read, but their briefs show what the
-    workspace has already covered.
+    A complete project also has its title and a summary (the opening of its article).
+    Use read-only: other projects' files cannot be read, but these rows show what the
+    workspace has already covered and said.
     """
     return project_summaries(ctx)

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 if TYPE_CHECKING:
     from pensieve.config import Settings
@@ -136,8 +136,6 @@ def tool(*, default_limit: int, unavailable: Availability = _always) -> Callable
         fields: dict[str, Any] = {}
         for param in params:
             default = ... if param.default is inspect.Parameter.empty else param.default
-            from pydantic import Field
-
             fields[param.name] = (hints[param.name], Field(default, description=param_docs.get(param.name)))
         model = create_model(
             f"{fn.__name__}_arguments",

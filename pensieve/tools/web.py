@@ -1,7 +1,7 @@
 """web_search and fetch_url: the Researcher's and the Fact Checker's window on the web.
 
 Everything that comes back from outside is sanitised, capped and wrapped as untrusted.
-Every successful fetch is archived in the project (`pensieve.sources`), and a URL already
+Every successful fetch is archived in the project (`pensieve.source_archive`), and a URL already
 archived is served from there unless the run is forced, so re-running a stage costs no
 new fetches. Expected failures are ToolErrors: the agent reads them and adapts.
 """
@@ -20,8 +20,7 @@ import httpx
 from pensieve import llm
 from pensieve.events import EventKind
 from pensieve.redact import scrub, scrub_key
-from pensieve.source_archive import ArchivedSource as Source
-from pensieve.source_archive import SourceArchive, normalize_url
+from pensieve.source_archive import ArchivedSource, SourceArchive, normalize_url
 from pensieve.tools.registry import ToolContext, ToolError, tool
 from pensieve.untrusted import cap, sanitize, wrap
 from pensieve.web.extract import decode, extract
@@ -158,7 +157,7 @@ async def web_search(ctx: ToolContext, query: str) -> str:
 
 @dataclass(frozen=True)
 class _Page:
-    source: Source
+    source: ArchivedSource
     title: str
     text: str
     raw: str

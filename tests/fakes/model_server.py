@@ -14,11 +14,14 @@ import socket
 import threading
 import time
 from collections import defaultdict, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from typing import Any
 
 from pensieve.stages import BY_NAME
+from tests.fakes import artifacts
+from tests.fakes.artifacts import DEFAULT_TOPIC
 from tests.fakes.http import QuietHandler, close, serve
 
 _STAGE = re.compile(r"one stage \(`(\w+)`\)")
@@ -124,12 +127,10 @@ def think(reasoning: str, content: str = "") -> dict[str, Any]:
     return {"text": f"<think>\n{reasoning}\n</think>\n\n{content}".rstrip() + "\n"}
 
 
-def default_artifact(stage: str) -> str:
-    title = BY_NAME[stage].title if stage in BY_NAME else stage
-    return (
-        f"# {title} output\n\nThis is the {stage} artifact, written by the fake model. "
-        "It stands in for the real thing in tests.\n"
-    )
+def default_artifact(stage: str, topic: str = DEFAULT_TOPIC, earlier: Sequence[str] = ()) -> str:
+    """A real artifact of the stage's kind about `topic`, meeting the default stage contracts
+    (see tests/fakes/artifacts.py); `earlier` are the other projects a consistency report names."""
+    return artifacts.artifact(stage, topic, earlier)
 
 
 def _echoed(reply: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
@@ -144,6 +145,12 @@ def _echoed(reply: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
     if reply.get("into"):
         return {**rest, **write(reply["into"], content)}
     return {**rest, "text": content}
+
+
+def _project_of(body: dict[str, Any]) -> str | None:
+    first_user: dict[str, Any] = next((m for m in body.get("messages") or [] if m.get("role") == "user"), {})
+    match = _PROJECT.search(str(first_user.get("content") or ""))
+    return match.group(1) if match else None
 
 
 @dataclass
@@ -190,6 +197,8 @@ class FakeModel:
     # Replies used in turn, round and round, once a stage's script is used up.
     fallbacks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     fallback_turns: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    # The default artifacts written, by (project id, stage).
+    written: dict[tuple[str | None, str], list[str]] = field(default_factory=lambda: defaultdict(list))
 
     def script(self, stage: str, *replies: dict[str, Any]) -> None:
         self.scripts[stage].extend(replies)
@@ -226,8 +235,20 @@ class FakeModel:
         last = (body.get("messages") or [{}])[-1]
         offered = {t["function"]["name"] for t in body.get("tools") or []}
         if last.get("role") != "tool" and "write_project_file" in offered and stage in BY_NAME:
-            return call("write_project_file", {"filename": BY_NAME[stage].writes, "content": default_artifact(stage)})
+            project = _project_of(body)
+            with self.lock:
+                # Every project seen is named as compared: a superset of those complete before.
+                earlier = sorted({r.project for r in self.requests if r.project and r.project != project})
+            content = default_artifact(stage, artifacts.topic_of(body), earlier)
+            with self.lock:
+                self.written[(project, stage)].append(content)
+            return call("write_project_file", {"filename": BY_NAME[stage].writes, "content": content})
         return text(f"{stage} done.")
+
+    def artifacts_written(self, project: str | None, stage: str) -> list[str]:
+        """Every default artifact this fake wrote for the project's stage, oldest first."""
+        with self.lock:
+            return list(self.written.get((project, stage), []))
 
     def handle(self, body: dict[str, Any], authorization: str = "") -> tuple[int, dict[str, str], bytes] | None:
         """The reply to one request, or None to drop the connection."""

@@ -1,0 +1,601 @@
+"""What a real small model does to the pipeline: every stage complete with a real artifact,
+or failed saying why. Opt-in: it needs the local model of ../shared/tools/local-model.sh
+(built once with `local-model.sh build`) and minutes of CPU; never part of CI or pytest.
+
+It starts llama.cpp's server on a free loopback port, puts a recording pass-through in
+front of it (every request and reply, so prompts and raw replies can be shown), writes a
+scratch PENSIEVE_HOME whose configuration points at it (a small article so a tiny model
+has a chance, a cap on output tokens and a wall-clock cap per run), and runs the
+installed CLI, `pensieve new` and `pensieve run`, on up to three briefs, one after the
+other. No web search is configured: the runs see what a user without a search key sees.
+
+Per stage it prints, from status.json and events.jsonl: complete / failed (the contracts
+broken, or the error), repair turns (r reminder, c contract, x cut off), tool calls the
+model wrote as text, model calls, replies cut off by the output limit, and wall time.
+Then the figure that matters: stages that reached `complete` while their artifact breaks
+its contract, recomputed here with pensieve.contracts.check_artifact over every committed
+artifact, as committed (generated reference lists included). It must be 0: the exit code
+is 1 otherwise.
+
+Run: python bench/real_model.py [--model qwen|smollm2] [--briefs N] [--until STAGE]
+     [--deadline SECONDS] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, TypeVar
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+SCRIPT = ROOT.parent / "shared" / "tools" / "local-model.sh"
+BRIEFS = (
+    "How vector databases index embeddings",
+    "Why sourdough bread rises without commercial yeast",
+    "How a web browser decides to trust an HTTPS certificate",
+)
+STAGES = (
+    "refiner",
+    "researcher",
+    "outliner",
+    "drafter",
+    "content_reviewer",
+    "fact_checker",
+    "style_reviewer",
+    "reviser",
+    "polisher",
+    "consistency_checker",
+)
+REPAIR_MARKS = {"reminder": "r", "contract": "c", "cut_off": "x"}
+T = TypeVar("T")
+_TASK = re.compile(r"^Project: ([A-Za-z0-9._-]+)\. Your stage: ([a-z_]+)", re.M)
+
+
+# ---------------------------------------------------------------- the model server
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def model_server(model: str, log: Path, wait_s: float = 180.0) -> Iterator[str]:
+    """llama-server on a free loopback port (its base URL); stopped on exit, Ctrl-C included."""
+    if not SCRIPT.is_file():
+        sys.exit(f"{SCRIPT} is missing: this benchmark needs the shared local-model script")
+    port = free_port()
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            ["bash", str(SCRIPT), "serve", model, str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group: stopped as one, and no Ctrl-C of its own
+        )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + wait_s
+        while True:
+            if server.poll() is not None:
+                tail = log.read_text(errors="replace")[-1500:]
+                sys.exit(f"the model server exited ({server.returncode}); did `{SCRIPT} build` run?\n{tail}")
+            try:
+                with urllib.request.urlopen(f"{base}/health", timeout=2) as reply:
+                    if reply.status == 200:
+                        break
+            except (OSError, urllib.error.URLError):
+                pass
+            if time.monotonic() > deadline:
+                sys.exit(f"the model server did not answer /health within {wait_s:g}s; see {log}")
+            time.sleep(0.5)
+        yield base
+    finally:
+        stop_group(server)
+
+
+def stop_group(process: subprocess.Popen[bytes], grace_s: float = 15.0) -> None:
+    if process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    except ProcessLookupError:
+        pass
+
+
+# ---------------------------------------------------------------- the recording pass-through
+
+
+@dataclass
+class Call:
+    project: str | None
+    stage: str | None
+    status: int
+    duration_s: float
+    finish_reason: str | None
+    text: str
+    tool_calls: list[str]
+
+
+@dataclass
+class Recorder:
+    """What went over the wire: each call, and the prompts each (project, stage) was given."""
+
+    log: Path
+    calls: list[Call] = field(default_factory=list)
+    prompts: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, request: bytes, status: int, reply: bytes, duration_s: float) -> None:
+        try:
+            body = json.loads(request)
+            messages = body.get("messages") or []
+        except (ValueError, AttributeError):
+            messages = []
+        system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
+        task = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"), "")
+        match = _TASK.search(task)
+        project, stage = (match.group(1), match.group(2)) if match else (None, None)
+        finish, text, tools = None, "", []
+        try:
+            choice = json.loads(reply)["choices"][0]
+            finish = choice.get("finish_reason")
+            text = str(choice["message"].get("content") or "")
+            tools = [c["function"]["name"] for c in choice["message"].get("tool_calls") or []]
+        except (ValueError, KeyError, IndexError, TypeError):
+            text = reply.decode("utf-8", errors="replace")[:2000]
+        call = Call(project, stage, status, duration_s, finish, text, tools)
+        with self.lock:
+            self.calls.append(call)
+            if project and stage:
+                self.prompts[(project, stage)] = (system, task)
+            with self.log.open("a", encoding="utf-8") as out:
+                line = {**call.__dict__, "messages": len(messages), "last": _last_message(messages)}
+                out.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+
+def _last_message(messages: list[Any]) -> str:
+    if not messages or not isinstance(messages[-1], dict):
+        return ""
+    return f"{messages[-1].get('role')}: {str(messages[-1].get('content') or '')[:600]}"
+
+
+@contextmanager
+def recording_proxy(upstream: str, recorder: Recorder, timeout_s: float) -> Iterator[str]:
+    """A loopback pass-through to the model server that records every exchange."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _forward(self, method: str) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            request = self.rfile.read(length) if length else b""
+            started = time.monotonic()
+            outbound = urllib.request.Request(
+                upstream + self.path,
+                data=request if method == "POST" else None,
+                method=method,
+                headers={"Content-Type": self.headers.get("Content-Type") or "application/json"},
+            )
+            try:
+                with urllib.request.urlopen(outbound, timeout=timeout_s) as reply:
+                    status, data = reply.status, reply.read()
+            except urllib.error.HTTPError as exc:
+                status, data = exc.code, exc.read()
+            except OSError as exc:
+                status, data = 502, json.dumps({"error": {"message": f"bench proxy: {exc}"}}).encode()
+            if method == "POST":
+                recorder.record(request, status, data, time.monotonic() - started)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except OSError:
+                pass  # the client gave up (its timeout): nothing to answer
+
+        def do_POST(self) -> None:
+            self._forward("POST")
+
+        def do_GET(self) -> None:
+            self._forward("GET")
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# ---------------------------------------------------------------- running the CLI
+
+
+def write_config(home: Path, alias: str, api_base: str, args: argparse.Namespace) -> dict[str, Any]:
+    from pensieve.config import LLMSettings
+
+    llm: dict[str, Any] = {
+        "model": f"openai/{alias}",
+        "api_base": f"{api_base}/v1",
+        "max_output_tokens": args.max_output_tokens,
+        "timeout_s": args.timeout,
+        "retries": 1,  # a timed-out call at 20 tokens/s is not worth paying for twice
+        "max_context_chars": 24_000,  # ~7k tokens: the server's 16k-token cache is shared by concurrent stages
+    }
+    if "context_window" in LLMSettings.model_fields:
+        llm["context_window"] = 16384
+    config = {
+        "llm": llm,
+        "article": {"target_words": args.target_words},
+        "run": {"deadline_s": float(args.deadline)},
+    }
+    import yaml
+
+    (home / "configs").mkdir(parents=True, exist_ok=True)
+    (home / "configs" / "pensieve.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return config
+
+
+def cli() -> list[str]:
+    installed = Path(sys.executable).with_name("pensieve")
+    return [str(installed)] if installed.is_file() else [sys.executable, "-m", "pensieve"]
+
+
+@dataclass
+class Run:
+    brief: str
+    project: str
+    returncode: int | None
+    wall_s: float
+    stderr: str
+    hung: bool = False
+
+
+def run_brief(brief: str, env: dict[str, str], args: argparse.Namespace, logs: Path, index: int) -> Run:
+    created = subprocess.run([*cli(), "new", brief], env=env, capture_output=True, text=True, check=False)
+    if created.returncode != 0:
+        return Run(brief, "", created.returncode, 0.0, created.stderr)
+    project = created.stdout.strip().splitlines()[-1]
+    command = [*cli(), "run", project, "--quiet"] + (["--until", args.until] if args.until else [])
+    err_path = logs / f"run-{index}.stderr"
+    started = time.monotonic()
+    hung = False
+    with err_path.open("w") as err:
+        process = subprocess.Popen(command, env=env, stdout=err, stderr=err, stdin=subprocess.DEVNULL)
+        try:
+            # run.deadline_s bounds the run; past it plus a grace, the CLI has hung.
+            process.wait(args.deadline + 180)
+        except subprocess.TimeoutExpired:
+            hung = True
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        except KeyboardInterrupt:
+            process.send_signal(signal.SIGINT)
+            process.wait(30)
+            raise
+    wall = time.monotonic() - started
+    return Run(brief, project, process.returncode, wall, err_path.read_text(errors="replace"), hung)
+
+
+# ---------------------------------------------------------------- reading the results
+
+
+@dataclass
+class StageRow:
+    brief: int
+    stage: str
+    result: str
+    repairs: str
+    text_calls: int
+    model_calls: int
+    cut_off: int
+    wall_s: float | None
+    detail: str
+    error: str = ""
+    rejected: str = ""
+    breaks: list[str] = field(default_factory=list)  # recomputed for a complete stage
+    notes: list[str] = field(default_factory=list)
+
+
+def _seconds(start: str | None, end: str | None) -> float | None:
+    if not start or not end:
+        return None
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+
+
+def _why(error: str, violations: list[str]) -> str:
+    if violations:
+        return "contract " + ",".join(dict.fromkeys(v.split(":", 1)[0] for v in violations))
+    lowered = error.lower()
+    for needle, label in (
+        ("run.deadline_s", "run deadline"),
+        ("cut off by the output limit", "cut off"),
+        ("max_rounds", "out of rounds"),
+        ("timed out", "model timeout"),
+        ("timeout", "model timeout"),
+        ("internal error", "INTERNAL ERROR"),
+        ("does not meet its contract", "contract"),
+        ("never written", "no artifact"),
+        ("without writing", "no artifact"),
+    ):
+        if needle in lowered:
+            return label
+    return error[:40]
+
+
+def project_dir(home: Path, project: str) -> Path:
+    return home / "workspaces" / "default" / "projects" / project
+
+
+def read_stages(home: Path, index: int, run: Run, recorder: Recorder, until: str | None) -> list[StageRow]:
+    from pensieve.events import read_events
+
+    folder = project_dir(home, run.project)
+    status = json.loads((folder / "status.json").read_text())
+    events = read_events(folder / "events.jsonl")
+    rows = []
+    last = STAGES.index(until) if until else len(STAGES) - 1
+    for name in STAGES[: last + 1]:
+        entry = status["stages"][name]
+        mine = [e for e in events if e.get("stage") == name]
+        repairs = [str(e.get("reason")) for e in mine if e.get("kind") == "repair"]
+        text_calls = sum(len(e.get("tools") or []) for e in mine if e.get("kind") == "text_tool_calls")
+        calls = [c for c in recorder.calls if c.project == run.project and c.stage == name]
+        result = {"complete": "complete", "error": "FAILED", "pending": "not run"}.get(entry["status"], entry["status"])
+        error = str(entry.get("error") or "")
+        violations = [str(v) for v in entry.get("violations") or []]
+        row = StageRow(
+            brief=index,
+            stage=name,
+            result=result,
+            repairs="".join(REPAIR_MARKS.get(r, "?") for r in repairs) or "-",
+            text_calls=text_calls,
+            model_calls=int(entry["usage"]["calls"]),
+            cut_off=sum(1 for c in calls if c.finish_reason == "length"),
+            wall_s=_seconds(entry.get("started_at"), entry.get("finished_at")),
+            detail=_why(error, violations) if entry["status"] == "error" else "",
+            error=error,
+        )
+        if entry["status"] == "error":
+            kept = folder / "rejected" / f"{_artifact(name)}"
+            if kept.is_file():
+                row.rejected = kept.read_text(errors="replace")
+        # status.json keeps the last attempt, events.jsonl all of them: within one run they agree.
+        if int(entry.get("attempts") or 0) == 1 and list(entry.get("repairs") or []) != repairs:
+            row.notes.append(f"status.json repairs {entry.get('repairs')} but events.jsonl {repairs}")
+        if int(entry.get("attempts") or 0) == 1 and int(entry.get("text_tool_calls") or 0) != text_calls:
+            row.notes.append(f"status.json text_tool_calls {entry.get('text_tool_calls')} but events {text_calls}")
+        if entry["status"] == "complete" and violations:
+            row.notes.append(f"complete, yet status.json lists violations: {violations}")
+        rows.append(row)
+    return rows
+
+
+def _artifact(stage: str) -> str:
+    from pensieve.stages import BY_NAME
+
+    return str(BY_NAME[stage].writes)
+
+
+def _with_retries(what: str, action: Callable[[], T], attempts: int = 6) -> T:
+    """The package may be mid-edit while this runs: a half-written module is retried."""
+    for attempt in range(attempts - 1):
+        try:
+            return action()
+        except (ImportError, SyntaxError) as exc:
+            print(f"({what}: {type(exc).__name__}: {exc}; retry {attempt + 1} in 30 s)", file=sys.stderr)
+            time.sleep(30)
+    return action()
+
+
+def recheck(home: Path, runs: list[Run], rows: list[StageRow], recorder: Recorder) -> None:
+    """check_artifact over every complete stage's committed artifact, as committed."""
+    from pensieve.citations.cited_sources import load_sources
+    from pensieve.config import load_settings
+    from pensieve.contracts import check_artifact
+    from pensieve.stages import BY_NAME
+    from pensieve.tools import offered_tools
+
+    env = {"PENSIEVE_HOME": str(home), "PENSIEVE_CONFIG": str(home / "configs" / "pensieve.yaml")}
+    settings = load_settings(home=home, environ=env)
+    finished = _finished_articles(home)
+    for row in rows:
+        if row.result != "complete":
+            continue
+        run = runs[row.brief - 1]
+        folder = project_dir(home, run.project)
+        stage = BY_NAME[row.stage]
+        text = (folder / stage.writes).read_text(errors="replace")
+        tools, _missing = offered_tools(stage.tools, settings, env)
+        web = any(t.name == "fetch_url" for t in tools)
+        system, task = recorder.prompts.get((run.project, row.stage), (None, None))
+        if system is None:
+            row.notes.append("no recorded prompt: the echo check ran without it")
+        started = json.loads((folder / "status.json").read_text())["stages"][row.stage]["started_at"] or ""
+        earlier = {pid: title for pid, (title, done) in finished.items() if pid != run.project and done < started}
+        violations = check_artifact(
+            stage,
+            text,
+            settings=settings,
+            brief_text=(folder / "brief.md").read_text(errors="replace"),
+            prompt=system,
+            task_message=task,
+            web_sources=len(load_sources(folder)) if web else None,
+            earlier_articles=earlier,
+        )
+        row.breaks = [str(v) for v in violations]
+
+
+def _finished_articles(home: Path) -> dict[str, tuple[str, str]]:
+    """id -> (title, when it completed) of every complete project of the scratch home."""
+    found = {}
+    for status_path in (home / "workspaces" / "default" / "projects").glob("*/status.json"):
+        status = json.loads(status_path.read_text())
+        if status.get("status") != "complete":
+            continue
+        final = status_path.with_name("final.md")
+        heading = re.search(r"^#\s+(.+)$", final.read_text(errors="replace"), re.M) if final.is_file() else None
+        title = heading.group(1).strip() if heading else ""
+        done = max((s.get("finished_at") or "" for s in status["stages"].values()), default="")
+        found[status["id"]] = (title, done)
+    return found
+
+
+# ---------------------------------------------------------------- the report
+
+
+def one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def report(model: str, runs: list[Run], rows: list[StageRow], wall_s: float, recorder: Recorder) -> int:
+    print(f"{'#':<2} {'stage':<20} {'result':<9} {'repairs':<8} {'txt':>4} {'calls':>5} {'cut':>4} {'wall s':>7}  why")
+    for row in rows:
+        wall = f"{row.wall_s:.0f}" if row.wall_s is not None else "-"
+        why = row.detail or ("BREAKS " + ",".join(v.split(":", 1)[0] for v in row.breaks) if row.breaks else "")
+        print(
+            f"{row.brief:<2} {row.stage:<20} {row.result:<9} {row.repairs:<8} {row.text_calls:>4} "
+            f"{row.model_calls:>5} {row.cut_off:>4} {wall:>7}  {why}"
+        )
+    print("repairs: r reminder, c contract, x cut off; txt: tool calls written as text; cut: replies cut off")
+    print()
+    for index, run in enumerate(runs, 1):
+        state = "HUNG (killed)" if run.hung else f"exit {run.returncode}"
+        print(f"brief {index}: {run.brief!r} -> {run.project or '(not created)'}: {state}, {run.wall_s:.0f} s")
+        if "Traceback" in run.stderr:
+            print("  TRACEBACK in the CLI's stderr:\n    " + "\n    ".join(run.stderr.strip().splitlines()[-12:]))
+    failed = [r for r in rows if r.result == "FAILED"]
+    for row in failed:
+        print(f"  {row.brief}/{row.stage}: {one_line(row.error, 400)}")
+        if row.rejected:
+            print(f"    rejected {_artifact(row.stage)}: {one_line(row.rejected, 160)!r}")
+    breaking = [r for r in rows if r.breaks]
+    for row in breaking:
+        print(f"  COMPLETE BUT BREAKS ITS CONTRACT {row.brief}/{row.stage}: {'; '.join(row.breaks)[:400]}")
+    for row in rows:
+        for note in row.notes:
+            print(f"  note {row.brief}/{row.stage}: {note}")
+    complete = sum(r.result == "complete" for r in rows)
+    ran = [r for r in rows if r.result != "not run"]
+    kinds = Counter(r.detail for r in failed)
+    repairs = sum(len(r.repairs.strip("-")) for r in rows)
+    text_calls = sum(r.text_calls for r in rows)
+    cut = sum(1 for c in recorder.calls if c.finish_reason == "length")
+    print(
+        f"\n{model}: {len(runs)} brief(s), {len(ran)} stages ran: {complete} complete, {len(failed)} failed"
+        + (f" ({', '.join(f'{k} {n}' for k, n in kinds.most_common())})" if failed else "")
+        + f"; {repairs} repair turns, {text_calls} tool calls parsed from text, {len(recorder.calls)} model calls "
+        f"({cut} cut off); complete but breaking the contract: {len(breaking)}; wall {wall_s / 60:.1f} min"
+    )
+    hung = any(r.hung for r in runs)
+    return 1 if breaking or hung else 0
+
+
+# ---------------------------------------------------------------- main
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM too stops the model server on the way out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--model", choices=("qwen", "smollm2"), default="qwen")
+    parser.add_argument("--briefs", type=int, default=3, choices=range(1, len(BRIEFS) + 1), metavar="N")
+    parser.add_argument("--until", choices=STAGES, help="stop each run after this stage")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch PENSIEVE_HOME and print its path")
+    parser.add_argument("--deadline", type=int, default=900, help="run.deadline_s of each run (default 900)")
+    parser.add_argument("--target-words", type=int, default=400, help="article.target_words (default 400)")
+    parser.add_argument("--max-output-tokens", type=int, default=1024, help="llm.max_output_tokens (default 1024)")
+    parser.add_argument("--timeout", type=float, default=240, help="llm.timeout_s (default 240)")
+    args = parser.parse_args()
+
+    home = Path(tempfile.mkdtemp(prefix="pensieve-real-model-"))
+    logs = home / "bench-logs"
+    logs.mkdir()
+    recorder = Recorder(logs / "model-calls.jsonl")
+    started = time.monotonic()
+    runs: list[Run] = []
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with (
+            model_server(args.model, logs / "llama-server.log") as upstream,
+            recording_proxy(upstream, recorder, args.timeout + 30) as proxy,
+        ):
+            config = _with_retries("config", lambda: write_config(home, args.model, proxy, args))
+            print(
+                f"{args.model} at {upstream} (recorded through {proxy}); scratch home {home}\n"
+                f"config: {json.dumps(config)}",
+                file=sys.stderr,
+            )
+            env = {
+                **os.environ,
+                "PENSIEVE_HOME": str(home),
+                "PENSIEVE_CONFIG": str(home / "configs" / "pensieve.yaml"),
+                "OPENAI_API_KEY": "unused",  # in case a loopback api_base still asks for a key
+            }
+            for name in ("PENSIEVE_MODEL", "PENSIEVE_API_BASE", "SEARCH_API_KEY", "PENSIEVE_SEARCH_PROVIDER"):
+                env.pop(name, None)
+            for index, brief in enumerate(BRIEFS[: args.briefs], 1):
+                print(f"brief {index}/{args.briefs}: {brief!r} ...", file=sys.stderr, flush=True)
+                run = run_brief(brief, env, args, logs, index)
+                runs.append(run)
+                print(f"  {run.project}: exit {run.returncode} after {run.wall_s:.0f} s", file=sys.stderr)
+        rows: list[StageRow] = []
+        for index, run in enumerate(runs, 1):
+            if run.project:
+                rows += _with_retries("status", partial(read_stages, home, index, run, recorder, args.until))
+        _with_retries("contracts", lambda: recheck(home, runs, rows, recorder))
+        return report(args.model, runs, rows, time.monotonic() - started, recorder)
+    except KeyboardInterrupt:
+        print("interrupted; the model server is stopped", file=sys.stderr)
+        return 130
+    finally:
+        if args.keep:
+            print(f"scratch home kept: {home} (model calls in {logs / 'model-calls.jsonl'})", file=sys.stderr)
+        else:
+            shutil.rmtree(home, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
