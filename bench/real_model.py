@@ -144,6 +144,7 @@ class Call:
     finish_reason: str | None
     text: str
     tool_calls: list[str]
+    tokens_per_s: float | None = None  # generation speed the server reports (a loaded machine is slow)
 
 
 @dataclass
@@ -165,28 +166,24 @@ class Recorder:
         task = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"), "")
         match = _TASK.search(task)
         project, stage = (match.group(1), match.group(2)) if match else (None, None)
-        finish, text, tools = None, "", []
+        finish, text, tools, speed = None, "", [], None
         try:
-            choice = json.loads(reply)["choices"][0]
+            decoded = json.loads(reply)
+            speed = (decoded.get("timings") or {}).get("predicted_per_second")
+            choice = decoded["choices"][0]
             finish = choice.get("finish_reason")
             text = str(choice["message"].get("content") or "")
             tools = [c["function"]["name"] for c in choice["message"].get("tool_calls") or []]
         except (ValueError, KeyError, IndexError, TypeError):
             text = reply.decode("utf-8", errors="replace")[:2000]
-        call = Call(project, stage, status, duration_s, finish, text, tools)
+        call = Call(project, stage, status, duration_s, finish, text, tools, speed)
         with self.lock:
             self.calls.append(call)
             if project and stage:
                 self.prompts[(project, stage)] = (system, task)
             with self.log.open("a", encoding="utf-8") as out:
-                line = {**call.__dict__, "messages": len(messages), "last": _last_message(messages)}
+                line = {**call.__dict__, "request": request.decode("utf-8", errors="replace")}
                 out.write(json.dumps(line, ensure_ascii=False) + "\n")
-
-
-def _last_message(messages: list[Any]) -> str:
-    if not messages or not isinstance(messages[-1], dict):
-        return ""
-    return f"{messages[-1].get('role')}: {str(messages[-1].get('content') or '')[:600]}"
 
 
 @contextmanager
@@ -521,11 +518,13 @@ def report(model: str, runs: list[Run], rows: list[StageRow], wall_s: float, rec
     repairs = sum(len(r.repairs.strip("-")) for r in rows)
     text_calls = sum(r.text_calls for r in rows)
     cut = sum(1 for c in recorder.calls if c.finish_reason == "length")
+    speeds = sorted(c.tokens_per_s for c in recorder.calls if c.tokens_per_s)
+    speed = f", median {speeds[len(speeds) // 2]:.1f} tokens/s generated" if speeds else ""
     print(
         f"\n{model}: {len(runs)} brief(s), {len(ran)} stages ran: {complete} complete, {len(failed)} failed"
         + (f" ({', '.join(f'{k} {n}' for k, n in kinds.most_common())})" if failed else "")
         + f"; {repairs} repair turns, {text_calls} tool calls parsed from text, {len(recorder.calls)} model calls "
-        f"({cut} cut off); complete but breaking the contract: {len(breaking)}; wall {wall_s / 60:.1f} min"
+        f"({cut} cut off{speed}); complete but breaking the contract: {len(breaking)}; wall {wall_s / 60:.1f} min"
     )
     hung = any(r.hung for r in runs)
     return 1 if breaking or hung else 0

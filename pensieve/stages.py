@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from pensieve import contracts
 from pensieve.citations import references
 from pensieve.workspace import BRIEF_FILE
 
@@ -64,6 +65,9 @@ class Stage:
     # The stage's sampling temperature unless agents.<stage>.temperature says otherwise
     # (None: llm.temperature). Checkers compare rather than invent: they run cool.
     temperature: float | None = None
+    # What the artifact must be before it is committed (pensieve.contracts); None: only the
+    # checks every artifact gets (not a tool call, refusal, echo or <think> block).
+    contract: contracts.Contract | None = None
 
 
 _FILES = ("read_project_file", "write_project_file")
@@ -77,6 +81,7 @@ STAGES: tuple[Stage, ...] = (
         tools=("search_topics", *_FILES),
         reads=(Artifact.BRIEF,),
         writes=Artifact.TOPIC_BRIEF,
+        contract=contracts.TOPIC_BRIEF,
         after=(),
     ),
     Stage(
@@ -86,6 +91,7 @@ STAGES: tuple[Stage, ...] = (
         tools=("web_search", "fetch_url", "search_topics", *_FILES),
         reads=(Artifact.TOPIC_BRIEF,),
         writes=Artifact.RESEARCH_NOTES,
+        contract=contracts.RESEARCH_NOTES,
         after=("refiner",),
         transform=references.with_source_list,
     ),
@@ -96,6 +102,7 @@ STAGES: tuple[Stage, ...] = (
         tools=_FILES,
         reads=(Artifact.TOPIC_BRIEF, Artifact.RESEARCH_NOTES),
         writes=Artifact.OUTLINE,
+        contract=contracts.OUTLINE,
         after=("researcher",),
     ),
     Stage(
@@ -105,6 +112,7 @@ STAGES: tuple[Stage, ...] = (
         tools=_FILES,
         reads=(Artifact.TOPIC_BRIEF, Artifact.RESEARCH_NOTES, Artifact.OUTLINE),
         writes=Artifact.DRAFT_V1,
+        contract=contracts.DRAFT,
         after=("outliner",),
         transform=references.with_references,
         citation_check=True,
@@ -116,6 +124,7 @@ STAGES: tuple[Stage, ...] = (
         tools=_FILES,
         reads=_REVIEW_READS,
         writes=Artifact.CONTENT_REVIEW,
+        contract=contracts.REVIEW,
         after=("drafter",),
     ),
     Stage(
@@ -125,6 +134,7 @@ STAGES: tuple[Stage, ...] = (
         tools=("web_search", "fetch_url", *_FILES),
         reads=(Artifact.TOPIC_BRIEF, Artifact.RESEARCH_NOTES, Artifact.DRAFT_V1),
         writes=Artifact.FACT_CHECK,
+        contract=contracts.FACT_CHECK,
         after=("drafter",),
         temperature=0.2,
     ),
@@ -135,6 +145,7 @@ STAGES: tuple[Stage, ...] = (
         tools=_FILES,
         reads=_REVIEW_READS,
         writes=Artifact.STYLE_REVIEW,
+        contract=contracts.REVIEW,
         after=("drafter",),
     ),
     Stage(
@@ -151,6 +162,7 @@ STAGES: tuple[Stage, ...] = (
             Artifact.STYLE_REVIEW,
         ),
         writes=Artifact.DRAFT_V2,
+        contract=contracts.DRAFT,
         after=("content_reviewer", "fact_checker", "style_reviewer"),
         transform=references.with_references,
         citation_check=True,
@@ -163,6 +175,7 @@ STAGES: tuple[Stage, ...] = (
         reads=(Artifact.DRAFT_V2,),
         optional_reads=(Artifact.DRAFT_V1,),
         writes=Artifact.FINAL,
+        contract=contracts.FINAL,
         after=("reviser",),
         transform=references.numbered_for_reader,
         citation_check=True,
@@ -175,6 +188,7 @@ STAGES: tuple[Stage, ...] = (
         tools=("list_projects", *_FILES),
         reads=(Artifact.TOPIC_BRIEF, Artifact.FINAL),
         writes=Artifact.CONSISTENCY_REPORT,
+        contract=contracts.CONSISTENCY_REPORT,
         after=("polisher",),
         temperature=0.2,
     ),

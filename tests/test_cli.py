@@ -128,6 +128,8 @@ def test_no_model_configured_stops_before_any_stage(home: Home) -> None:
 
 def test_missing_key_names_the_variable(home: Home) -> None:
     home.monkeypatch.delenv("OPENAI_API_KEY")
+    # A public server (never contacted: preflight refuses first); one's own needs no key.
+    home.configure(llm={"api_base": "https://api.example.com/v1"})
     pid = home.new()
     before = tree(home.project_dir(pid))
     result = home.run("run", pid)

@@ -208,6 +208,13 @@ def test_a_refusal_message_quotes_the_refusing_sentence() -> None:
     }
 
 
+def test_an_apology_before_a_whole_article_is_still_a_refusal() -> None:
+    text = "I'm sorry, but as an AI I cannot browse the web. Here is the draft anyway.\n\n" + ARTICLE_BODY
+    assert named(check("drafter", text)) == {
+        "not_refusal": 'it is a refusal ("I\'m sorry, but as an AI I cannot browse the web."), not the draft'
+    }
+
+
 def test_an_apology_inside_a_long_article_is_not_a_refusal() -> None:
     text = ARTICLE_BODY.replace("## Common mistakes\n", "## Common mistakes\n\nI'm sorry to say I cannot agree.\n")
     assert check("drafter", text) == []

@@ -17,7 +17,10 @@ from pensieve.tools import catalog
 from pensieve.tools.registry import ToolContext
 from pensieve.workspace import Workspace
 from tests.conftest import Home
-from tests.fakes.model_server import call, calls
+from tests.fakes.model_server import call, calls, default_artifact
+
+# A real topic brief with a marker where a test puts a lone surrogate.
+BRIEF = default_artifact("refiner").replace("## Angle", "## Angle ODD")
 
 SECRET = "outside-secret-content-7c1e"
 
@@ -174,8 +177,10 @@ def test_malformed_arguments_are_answered_with_an_error_and_the_schema(home: Hom
     assert "filename: Input should be a valid string" in answers[4]
     assert "mode: unknown argument" in answers[5]
     # Nothing was dispatched on guessed arguments: the write without content wrote nothing,
-    # so the artifact is the agent's final message (the output fallback).
-    assert (home.project_dir(pid) / "topic_brief.md").read_text() == "refiner done.\n"
+    # so the agent was reminded to write the file, and its next (whole) write is the artifact.
+    reminder = home.model.for_stage("refiner")[2].messages[-1]["content"]
+    assert reminder.startswith("You have not written `topic_brief.md` yet")
+    assert (home.project_dir(pid) / "topic_brief.md").read_text() == default_artifact("refiner")
 
 
 def test_unknown_and_unoffered_tools_are_refused_naming_the_available_ones(home: Home) -> None:
@@ -216,14 +221,17 @@ def test_a_lone_surrogate_in_a_model_reply_does_not_break_the_stage(home: Home) 
     home.model.script(
         "refiner",
         call("read_project_file", '{"filename": "\\ud800.md"}'),
-        call("write_project_file", '{"filename": "topic_brief.md", "content": "odd \\ud800 text"}'),
+        call(
+            "write_project_file",
+            json.dumps({"filename": "topic_brief.md", "content": BRIEF}).replace("ODD", "\\ud800"),
+        ),
     )
     pid = home.new()
     result = home.run("run", pid, "--until", "refiner")
     assert result.exit_code == 0, result.stderr
     answers = home.model.for_stage("refiner")[1].last_tool_results
     assert answers[0].startswith("Error: filename contains control or invalid characters")
-    assert (home.project_dir(pid) / "topic_brief.md").read_text() == "odd ? text"
+    assert (home.project_dir(pid) / "topic_brief.md").read_text() == BRIEF.replace("ODD", "?")
     for line in (home.project_dir(pid) / "events.jsonl").read_text().splitlines():
         json.loads(line)
 

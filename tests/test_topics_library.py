@@ -135,6 +135,18 @@ Why a fifty-year-old structure still sits under almost every database.
 
 ## Audience
 Developers.
+
+## Scope
+Lookups, inserts and page splits; not LSM trees in depth.
+
+## Key questions
+- Why do B-trees need so few page reads?
+
+## Prior knowledge
+None in the topic memory.
+
+## Length and form
+About 1,500 words, an explainer.
 """
 
 NOTES = """# Research notes: B-trees

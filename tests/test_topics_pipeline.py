@@ -71,7 +71,8 @@ def test_refiner_and_researcher_see_topics_and_finished_projects_feed_the_librar
     captured = _topics_dir(home) / "how-b-trees-keep-databases-fast.md"
     assert captured.is_file()
     assert any(e["kind"] == "topic_captured" for e in read_events(home.project_dir(pid) / "events.jsonl"))
-    second = home.new("Storage structures for ordered data")
+    # On the same subject, so the scripted topic brief meets its on-topic contract.
+    second = home.new("B-trees and fast databases, revisited")
     home.model.script(
         "refiner",
         *_search_then_write(

@@ -115,6 +115,13 @@ def test_researcher_and_fact_checker_search_and_fetch(web_home: Home, site: Fake
 def test_fact_checker_rerun_costs_no_fetches_with_the_archive(web_home: Home, site: FakeSite) -> None:
     pid = web_home.new()
     project = web_home.project_dir(pid)
+    # With web search configured, research notes must cite a fetched page (their contract).
+    web_home.model.script(
+        "researcher",
+        call("fetch_url", {"url": site.url("/article")}),
+        call("write_project_file", {"filename": "research_notes.md", "content": NOTES.replace(" [S2]", " [S1]")}),
+        text("Notes written."),
+    )
     script_fact_checker(web_home, site)
     assert web_home.run("run", pid, "--quiet").exit_code == 0
     first = fetch_events(project, "fact_checker")
