@@ -79,6 +79,8 @@ class _Pattern:
 
 @dataclass(frozen=True)
 class Violation:
+    """One way an artifact fails its contract."""
+
     contract: str  # the requirement's name: length, sections, on_topic, not_tool_call, ...
     message: str  # what is wrong, with the figures
     fix: str = ""  # what the model should do about it (said in the repair turn)

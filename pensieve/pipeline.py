@@ -306,6 +306,10 @@ class Runner:
         rewritten = citation_hooks.transform_artifact(self.project, stage, text)
         if rewritten != text:
             atomic_write_text(staged, rewritten)
+            if stage.resend_on_failed_check:
+                # Sent back, the stage starts from its own text with source ids, not from
+                # the committed file renumbered for the reader.
+                atomic_write_text(self.project.scratch_dir / stage.writes, text)
 
     def check_citations(self, stage: Stage) -> str | None:
         """Record the check's figures and problems; say what to fix if the stage is resent."""

@@ -231,6 +231,10 @@ class Project:
         return self.dir / HISTORY_DIR
 
     @property
+    def scratch_dir(self) -> Path:
+        return self.dir / SCRATCH_DIR
+
+    @property
     def rejected_dir(self) -> Path:
         return self.dir / REJECTED_DIR
 

@@ -178,6 +178,9 @@ def test_failed_final_check_sends_the_polisher_back_once(web_home: Home, site: F
     assert len(polisher) == 4
     retry_task = polisher[2].messages[1]["content"]
     assert "unknown_citation: [S7] is not in the source archive" in retry_task
+    # The second polish starts from the text with source ids, not the renumbered final.md.
+    assert "Start from scratch/final.md" in retry_task
+    assert "[S1]" in (web_home.project_dir(pid) / "scratch" / "final.md").read_text()
     doc = status_of(web_home, pid)
     assert doc["problems"] == [] and doc["status"] == "complete"
     assert "[S7]" not in (web_home.project_dir(pid) / "final.md").read_text()

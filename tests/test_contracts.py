@@ -653,6 +653,13 @@ def test_the_shipped_config_holds_the_defaults() -> None:
     assert ContractsSettings.model_validate(shipped["contracts"]) == ContractsSettings()
 
 
+def test_the_tool_names_a_text_call_may_name_are_the_tools() -> None:
+    from pensieve.config import DEFAULT_TOOL_LIMITS
+    from pensieve.contracts import TOOL_NAMES
+
+    assert set(DEFAULT_TOOL_LIMITS) == TOOL_NAMES
+
+
 def test_contracts_are_cheap_to_import() -> None:
     code = (
         "import sys, pensieve.contracts, pensieve.stages\n"

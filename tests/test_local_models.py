@@ -66,7 +66,14 @@ def test_loopback_and_private_servers_are_self_hosted(api_base: str) -> None:
 
 @pytest.mark.parametrize(
     "api_base",
-    [None, "", "https://api.example.com/v1", "https://api.openai.com/v1", "http://8.8.8.8/v1", "http://[2606:4700::1]/"],
+    [
+        None,
+        "",
+        "https://api.example.com/v1",
+        "https://api.openai.com/v1",
+        "http://8.8.8.8/v1",
+        "http://[2606:4700::1]/",
+    ],
 )
 def test_public_or_missing_servers_are_not(api_base: str | None) -> None:
     assert not llm.is_self_hosted(api_base)
@@ -135,9 +142,11 @@ def _client(settings: Settings, model: str, tmp_path: Path) -> StageModelClient:
 def test_the_client_sizes_the_context_from_litellm_or_the_setting(tmp_path: Path) -> None:
     settings = Settings()
     known = _client(settings, "openai/gpt-4o-mini", tmp_path)  # litellm: 128k tokens
-    assert known.context_window == 128_000 and known.context_chars == 240_000
+    # Compared as tuples: `x.context_window is None` would narrow the property for mypy,
+    # which cannot see that changing the setting below changes it.
+    assert (known.context_window, known.context_chars) == (128_000, 240_000)
     unknown = _client(settings, "openai/my-local-qwen", tmp_path)
-    assert unknown.context_window is None and unknown.context_chars == 240_000
+    assert (unknown.context_window, unknown.context_chars) == (None, 240_000)
     settings.llm.context_window = 16_384
     assert unknown.context_window == 16_384 and unknown.context_chars == int((16_384 - 4096) * 3.5)
     # The user's setting wins over litellm's table (a server of one's own under a known name).

@@ -38,7 +38,9 @@ def resend_instructions(report: CheckReport, stage: Stage) -> str | None:
         return None
     listed = "\n".join(f"- {p.kind}: {p.detail}" for p in fixable)
     return (
-        f"The citation check found problems in {stage.writes}. Write {stage.writes} again, fixing each one: "
+        f"The citation check found problems in {stage.writes}. Start from scratch/{stage.writes}, your previous "
+        f"text with source ids ({stage.writes} itself is renumbered for the reader), and write {stage.writes} "
+        "again, fixing each one: "
         "cite only source ids that exist in sources/index.md (as [S3]); never write URLs or a reference list "
         "yourself (it is generated); make sure most paragraphs cite a source.\n" + listed
     )
