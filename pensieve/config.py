@@ -137,20 +137,14 @@ class ContractsSettings(_Section):
     echo_max_overlap: float = Field(default=0.5, gt=0, le=1)
 
 
-# Per-stage call caps of the tools, in catalog order. Each tool declares its own cap
-# (`@tool(default_limit=...)`, listed in `pensieve.tools.CATALOG`); this is a copy, checked
-# equal by tests/test_tool_catalog.py, because config sits below the tools: importing the
-# catalog here would make config depend on the tools that read it, and load httpx and the
-# web machinery in every command that reads settings.
-DEFAULT_TOOL_LIMITS: dict[str, int] = {
-    "web_search": 10,
-    "fetch_url": 25,
-    "search_topics": 10,
-    "read_project_file": 40,
-    "write_project_file": 20,
-    "text_stats": 20,
-    "list_projects": 5,
-}
+def default_tool_limits() -> dict[str, int]:
+    """Each tool's own per-stage call cap (`@tool(default_limit=...)`), in catalog order.
+
+    Imported when settings are built, not when this module is: `pensieve list` and
+    `status` import config without paying for the tool modules (httpx, the web code)."""
+    from pensieve.tools import CATALOG
+
+    return {tool.name: tool.default_limit for tool in CATALOG}
 
 
 class Settings(_Section):
@@ -162,7 +156,7 @@ class Settings(_Section):
     topics: TopicsSettings = Field(default_factory=TopicsSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     run: RunSettings = Field(default_factory=RunSettings)
-    limits: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_TOOL_LIMITS))
+    limits: dict[str, int] = Field(default_factory=default_tool_limits)
     check: CheckSettings = Field(default_factory=CheckSettings)
     contracts: ContractsSettings = Field(default_factory=ContractsSettings)
 
@@ -177,10 +171,10 @@ class Settings(_Section):
     @field_validator("limits")
     @classmethod
     def _known_tools(cls, value: dict[str, int]) -> dict[str, int]:
-        merged = dict(DEFAULT_TOOL_LIMITS)
+        merged = default_tool_limits()
         for name, cap in value.items():
-            if name not in DEFAULT_TOOL_LIMITS:
-                raise ValueError(f"unknown tool {name!r}; tools are: {', '.join(DEFAULT_TOOL_LIMITS)}")
+            if name not in merged:
+                raise ValueError(f"unknown tool {name!r}; tools are: {', '.join(merged)}")
             if cap < 0:
                 raise ValueError(f"limit for {name} must be >= 0")
             merged[name] = cap

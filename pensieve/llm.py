@@ -210,7 +210,7 @@ def _lookup_window(litellm: Any, model: str, api_base: str | None) -> int | None
         try:
             info = litellm.get_model_info(name, api_base=api_base)
         except Exception:  # ModelNotMappedError and friends: unknown here
-            continue
+            info = None
         value = info.get("max_input_tokens") if isinstance(info, dict) else None
         if isinstance(value, int) and value > 0:
             return value

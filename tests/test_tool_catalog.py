@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pensieve.config import DEFAULT_TOOL_LIMITS, Settings
+from pensieve.config import Settings, default_tool_limits
 from pensieve.events import EventLog
 from pensieve.project_list import new_project
 from pensieve.stages import BY_NAME, STAGES
@@ -36,8 +36,8 @@ def test_the_catalog_lists_the_spec_tools_in_matrix_order() -> None:
 
 def test_default_limits_are_the_caps_the_tools_declare() -> None:
     declared = {t.name: t.default_limit for t in CATALOG}
-    assert declared == DEFAULT_TOOL_LIMITS
-    assert list(DEFAULT_TOOL_LIMITS) == list(TOOL_NAMES)  # the config error lists them in this order
+    assert declared == default_tool_limits()
+    assert list(default_tool_limits()) == list(TOOL_NAMES)  # the config error lists them in this order
     assert Settings().limits == declared
     assert all(cap > 0 for cap in declared.values())
 

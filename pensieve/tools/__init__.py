@@ -2,8 +2,8 @@
 
 Adding a tool: write it as one typed async function in its family's module, decorated with
 `@tool(default_limit=N)` (plus `unavailable=` if it depends on configuration); add it to
-`CATALOG` and its cap to `pensieve.config.DEFAULT_TOOL_LIMITS` (a test checks the two
-agree); name it in the `tools` column of the stages that may use it (`pensieve/stages.py`).
+`CATALOG` (the `limits` defaults and the config's check of tool names derive from it);
+name it in the `tools` column of the stages that may use it (`pensieve/stages.py`).
 """
 
 from __future__ import annotations

@@ -89,10 +89,7 @@ def _part(name: str, text: str, offset: int, limit: int) -> tuple[str, str, str]
     header = f"{name}: characters {offset:,} to {end:,} of {total:,}.\n" if offset else ""
     footer = ""
     if end < total:
-        footer = (
-            f"\n[... {total - end:,} more characters: "
-            f"read_project_file(filename={name!r}, offset={end}) reads on]"
-        )
+        footer = f"\n[... {total - end:,} more characters: read_project_file(filename={name!r}, offset={end}) reads on]"
     return header, part, footer
 
 
