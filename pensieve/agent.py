@@ -192,7 +192,7 @@ async def run_agent(run: AgentRun) -> str:
 
 async def _model_turn(run: AgentRun, box: ToolBox, messages: list[dict[str, Any]]) -> LLMReply:
     stage = run.ctx.stage.name
-    elided = compact(messages, run.ctx.settings.llm.max_context_chars, forget=box.forget)
+    elided = compact(messages, run.client.context_chars, forget=box.forget)
     if elided:
         run.ctx.events.emit(EventKind.CONTEXT_COMPACTED, stage, elided_tool_results=elided)
     return await run.client.complete(messages, tools=box.schemas() or None)

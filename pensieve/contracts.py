@@ -19,6 +19,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 
 from pensieve.citations.text import cited_ids, normalize_citations, parse_fact_table, split_notes, split_references
@@ -30,18 +31,16 @@ if TYPE_CHECKING:
 # Similarity of two texts, higher is closer (MiniLM cosine by default).
 Similarity = Callable[[str, str], float]
 
-# The tools of the spec: a JSON object naming one of these is a tool call, whatever else it says.
-TOOL_NAMES = frozenset(
-    {
-        "web_search",
-        "fetch_url",
-        "search_topics",
-        "read_project_file",
-        "write_project_file",
-        "text_stats",
-        "list_projects",
-    }
-)
+
+@cache
+def tool_names() -> frozenset[str]:
+    """The catalog's tools: a JSON object naming one is a tool call, whatever else it says.
+    Imported on first use: this module is imported with the stage table by `pensieve list`."""
+    from pensieve.tools import TOOL_NAMES
+
+    return frozenset(TOOL_NAMES)
+
+
 ECHO_SHINGLE_WORDS = 8  # sequences this long rarely repeat by chance, but do when a prompt is copied
 MAX_BRIEF_TERMS = 12  # a long brief is judged on its first key terms (its title comes first)
 SIMILARITY_CHARS = 1500  # MiniLM reads ~256 word pieces: the title and opening sections
@@ -571,7 +570,7 @@ _SLUG = _Pattern(r"\b[a-z0-9]+(?:-[a-z0-9]+){2,}\b")
 def _names_something(text: str) -> bool:
     """Without the project list: a backticked id (not a file or a tool) or a slug-like id."""
     for name in _BACKTICKED.findall(text):
-        if not name.endswith(".md") and name not in TOOL_NAMES:
+        if not name.endswith(".md") and name not in tool_names():
             return True
     return bool(_SLUG.search(text))
 
@@ -642,7 +641,7 @@ def _tool_named(value: Any) -> str | None:
         has_arguments = has_arguments or any(key in function for key in _ARGUMENT_KEYS)
     elif isinstance(function, str):
         name = name or function
-    if isinstance(name, str) and name and (has_arguments or name in TOOL_NAMES):
+    if isinstance(name, str) and name and (has_arguments or name in tool_names()):
         return name
     return None
 
@@ -673,7 +672,7 @@ def tool_call_in(text: str) -> str | None:
     size = max(len(stripped), 1)
     for match in _FENCED.finditer(text):
         name = _tool_named(_decode(match.group(1).strip()))
-        if name and (name in TOOL_NAMES or len(match.group(0).strip()) >= size / 2):
+        if name and (name in tool_names() or len(match.group(0).strip()) >= size / 2):
             return name
     decoder = json.JSONDecoder(strict=False)
     for match in _JSON_START.finditer(text):
@@ -682,7 +681,7 @@ def tool_call_in(text: str) -> str | None:
         except ValueError:
             continue
         name = _tool_named(value)
-        if name and (name in TOOL_NAMES or end - match.start() >= size / 2):
+        if name and (name in tool_names() or end - match.start() >= size / 2):
             return name
     return None
 

@@ -68,9 +68,10 @@ class Finisher:
         if not self.staged.is_file():
             return ""
         text = self.staged.read_text(encoding="utf-8", errors="replace")
-        cleaned = strip_think(text).strip()
+        # Reasoning and a fence around the whole document never reach an artifact.
+        cleaned = unfence(strip_think(text))
         if cleaned and cleaned != text.strip():
-            atomic_write_text(self.staged, cleaned + "\n")  # reasoning never reaches an artifact
+            atomic_write_text(self.staged, cleaned + "\n")
         return cleaned
 
     def review(self, final_text: str, *, cut_off: bool = False) -> str | None:

@@ -39,6 +39,7 @@ from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES, Artifact, Stage, downs
 from pensieve.staleness import input_hashes
 from pensieve.status import Status, Usage, load_status, save_status
 from pensieve.tools import offered_tools
+from pensieve.tools.projects import earlier_articles
 from pensieve.tools.registry import RunResources, ToolContext
 from pensieve.topics.capture import capture_on_complete
 from pensieve.workspace import Project, atomic_copy, atomic_write_text, remove_stale_temporaries
@@ -246,7 +247,7 @@ class Runner:
         finisher = Finisher(
             stage,
             staged_artifact(self.project, stage),
-            self._contract_check(stage, web=any(t.name == "web_search" for t in tools)),
+            self._contract_check(stage, ctx, web=any(t.name == "web_search" for t in tools)),
             repair_turns=self.settings.llm.repair_turns,
             max_output_tokens=self.settings.llm.max_output_tokens,
         )
@@ -259,11 +260,13 @@ class Runner:
             finisher=finisher,
         )
 
-    def _contract_check(self, stage: Stage, *, web: bool) -> ContractCheck:
+    def _contract_check(self, stage: Stage, ctx: ToolContext, *, web: bool) -> ContractCheck:
         """The stage's contract, bound to what it is judged against: the user's brief, the
-        prompts it was given (an echo is no artifact), and the pages it could have cited."""
+        prompts it was given (an echo is no artifact), the pages it could have cited, and
+        the finished articles list_projects showed it."""
         brief_path = self.project.file(Artifact.BRIEF)
         brief = brief_path.read_text(encoding="utf-8", errors="replace") if brief_path.is_file() else ""
+        earlier = earlier_articles(ctx) if "list_projects" in stage.tools else None
 
         def check(text: str, prompts: Sequence[str]) -> list[Violation]:
             system, task = (*prompts, "", "")[:2]
@@ -275,6 +278,7 @@ class Runner:
                 prompt=system,
                 task_message=task,
                 web_sources=len(load_sources(self.project.dir)) if web else None,
+                earlier_articles=earlier,
             )
 
         return check

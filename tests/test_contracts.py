@@ -655,9 +655,9 @@ def test_the_shipped_config_holds_the_defaults() -> None:
 
 def test_the_tool_names_a_text_call_may_name_are_the_tools() -> None:
     from pensieve.config import default_tool_limits
-    from pensieve.contracts import TOOL_NAMES
+    from pensieve.contracts import tool_names
 
-    assert set(default_tool_limits()) == TOOL_NAMES
+    assert set(default_tool_limits()) == tool_names()
 
 
 def test_contracts_are_cheap_to_import() -> None:

@@ -219,3 +219,11 @@ def test_a_rejected_artifact_is_replaced_not_lost_when_the_stage_runs_again(home
     assert home.run("run", pid, "--until", "outliner").exit_code == 0
     assert (home.project_dir(pid) / "outline.md").is_file()
     assert status_of(home, pid)["stages"]["outliner"]["violations"] == []
+
+
+def test_a_fence_around_the_whole_written_document_is_removed(home: Home) -> None:
+    home.model.script("outliner", write("outline.md", f"```markdown\n{OUTLINE}\n```"))
+    pid = home.new()
+    assert home.run("run", pid, "--until", "outliner").exit_code == 0
+    assert (home.project_dir(pid) / "outline.md").read_text().strip() == OUTLINE.strip()
+    assert status_of(home, pid)["stages"]["outliner"]["repairs"] == []
