@@ -33,9 +33,10 @@ from pensieve.citations.text import (
     strip_code,
 )
 from pensieve.source_archive import normalize_url
+from pensieve.stages import Artifact
 
 # The artifacts that cite sources, in pipeline order; final.md is numbered for the reader.
-CITING_FILES = ("research_notes.md", "draft_v1.md", "draft_v2.md", "final.md")
+CITING_FILES = (Artifact.RESEARCH_NOTES, Artifact.DRAFT_V1, Artifact.DRAFT_V2, Artifact.FINAL)
 UNSUPPORTED = ("contradicted", "not found", "uncited")
 
 
@@ -117,7 +118,7 @@ def check_text(name: str, text: str, sources: dict[str, CitedSource], min_share:
     body, references = split_references(article)
     figures = FileFigures()
     known_urls = _known_urls(sources)
-    numbered = name == "final.md"
+    numbered = name == Artifact.FINAL
 
     ids = cited_ids(body)
     figures.citations = citation_count(body, numbered) + (citation_count(body) if numbered else 0)
@@ -161,13 +162,13 @@ def check_text(name: str, text: str, sources: dict[str, CitedSource], min_share:
                 Problem(name, "missing_reference", f"[{label}] is cited but not in the reference list")
             )
         # Research notes list every archived source, cited in the notes or not.
-        orphans = set() if name == "research_notes.md" else listed - used
+        orphans = set() if name == Artifact.RESEARCH_NOTES else listed - used
         for label in sorted(orphans, key=_sort_key):
             report.problems.append(Problem(name, "orphan_reference", f"[{label}] is listed but never cited"))
-    elif (ids or (numbered and NUMBER_GROUP.search(body))) and name != "research_notes.md":
+    elif (ids or (numbered and NUMBER_GROUP.search(body))) and name != Artifact.RESEARCH_NOTES:
         report.problems.append(Problem(name, "missing_reference", "citations are used but there is no reference list"))
 
-    if name != "research_notes.md":
+    if name != Artifact.RESEARCH_NOTES:
         prose = paragraphs(body)
         figures.paragraphs = len(prose)
         pattern = NUMBER_GROUP if numbered else CITE_GROUP
@@ -202,7 +203,9 @@ def check_fact_table(text: str, sources: dict[str, CitedSource], report: CheckRe
         for sid in set(row.cited + row.evidence_ids):
             if sid not in sources:
                 report.problems.append(
-                    Problem("fact_check.md", "unknown_citation", f"claim {row.number}: [{sid}] is not in the archive")
+                    Problem(
+                        Artifact.FACT_CHECK, "unknown_citation", f"claim {row.number}: [{sid}] is not in the archive"
+                    )
                 )
         if not spans or row.verdict == "uncited":
             continue
@@ -214,7 +217,7 @@ def check_fact_table(text: str, sources: dict[str, CitedSource], report: CheckRe
                 where = ", ".join(ids) or "no source id"
                 report.problems.append(
                     Problem(
-                        "fact_check.md",
+                        Artifact.FACT_CHECK,
                         "quote_not_in_source",
                         f'claim {row.number}: "{span[:80]}" does not appear in {where}',
                     )
@@ -235,7 +238,9 @@ def check_revision_notes(draft_v2: str, unsupported: list[str], report: CheckRep
         if not re.search(rf"(claim\s*#?\s*{re.escape(number)}\b|#\s*{re.escape(number)}\b)", notes, re.I):
             report.problems.append(
                 Problem(
-                    "draft_v2.md", "unaddressed_claim", f"revision notes do not say what was done about claim {number}"
+                    Artifact.DRAFT_V2,
+                    "unaddressed_claim",
+                    f"revision notes do not say what was done about claim {number}",
                 )
             )
 
@@ -247,16 +252,16 @@ def run_check(
     report = CheckReport(sources=len(sources))
     # Every form a model writes ([s1], (S1), [S1; S2], [S1, p. 4]...) is checked as [S1].
     texts = {name: normalize_citations(text) for name, text in texts.items()}
-    order = list(CITING_FILES)
+    order: list[str] = list(CITING_FILES)
     if upto is not None:
         order = order[: order.index(upto) + 1]
     for name in order:
         if name in texts:
-            check_text(name, texts[name], sources, min_share if name != "research_notes.md" else 0.0, report)
-    if "fact_check.md" in texts and (upto is None or upto in ("draft_v2.md", "final.md")):
-        unsupported = check_fact_table(texts["fact_check.md"], sources, report)
-        if "draft_v2.md" in texts:
-            check_revision_notes(texts["draft_v2.md"], unsupported, report)
+            check_text(name, texts[name], sources, min_share if name != Artifact.RESEARCH_NOTES else 0.0, report)
+    if Artifact.FACT_CHECK in texts and (upto is None or upto in (Artifact.DRAFT_V2, Artifact.FINAL)):
+        unsupported = check_fact_table(texts[Artifact.FACT_CHECK], sources, report)
+        if Artifact.DRAFT_V2 in texts:
+            check_revision_notes(texts[Artifact.DRAFT_V2], unsupported, report)
     return report
 
 

@@ -12,11 +12,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pensieve.stages import Artifact
 from pensieve.tools.registry import ToolContext, tool
 from pensieve.untrusted import sanitize
 
 PROJECT_STATES = frozenset({"pending", "running", "paused", "complete", "error"})
-FINAL_FILE = "final.md"  # pensieve.stages.Artifact.FINAL (stages sits above the tools)
+FINAL_FILE = Artifact.FINAL
 TITLE_CHARS = 200
 SUMMARY_CHARS = 300
 _HEAD_BYTES = 64_000  # the title and opening paragraph are near the top of the file

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from pensieve.citations.references import source_title, source_url
 from pensieve.citations.text import bare_urls, normalize_citations
 from pensieve.errors import PensieveError, UsageError
+from pensieve.stages import Artifact
 from pensieve.topics.chunking import HEADING
 from pensieve.topics.library import TopicFormatError, parse_topic, render_topic, topic_path, topic_slug
 from pensieve.untrusted import sanitize
@@ -27,8 +28,8 @@ if TYPE_CHECKING:
     from pensieve.citations.cited_sources import CitedSource
     from pensieve.config import Settings
 
-BRIEF = "topic_brief.md"
-NOTES = "research_notes.md"
+BRIEF = Artifact.TOPIC_BRIEF
+NOTES = Artifact.RESEARCH_NOTES
 MAX_FACTS = 60
 MAX_FACT_CHARS = 600
 MAX_SOURCES = 50
