@@ -559,7 +559,7 @@ def main() -> int:
     try:
         with (
             model_server(args.model, logs / "llama-server.log") as upstream,
-            recording_proxy(upstream, recorder, args.timeout + 30) as proxy,
+            recording_proxy(upstream, recorder, args.timeout + 2) as proxy,  # gives up when Pensieve does
         ):
             config = _with_retries("config", lambda: write_config(home, args.model, proxy, args))
             print(

@@ -22,7 +22,7 @@ from pensieve.errors import PensieveError, UsageError
 if TYPE_CHECKING:  # the real imports sit inside the commands: `list` and `--help` load no pipeline
     from pensieve.citations.check import CheckReport
     from pensieve.config import Settings
-    from pensieve.pipeline import RunOptions
+    from pensieve.preflight import RunOptions
     from pensieve.project_list import ProjectRow
     from pensieve.source_archive import ArchivedSource
     from pensieve.status import Status
@@ -111,7 +111,7 @@ def run(
 
     def prepare() -> tuple[Project, Settings, RunOptions]:
         from pensieve.config import load_settings
-        from pensieve.pipeline import RunOptions
+        from pensieve.preflight import RunOptions
         from pensieve.stages import STAGE_NAMES, get_stage
 
         for name in (stage, until, from_stage):

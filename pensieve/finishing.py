@@ -20,9 +20,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pensieve.contracts import Violation, repair_instruction, stage_error, strip_think
+from pensieve.citations.cited_sources import load_sources
+from pensieve.contracts import Violation, check_artifact, repair_instruction, stage_error, strip_think
 from pensieve.errors import StageFailed
-from pensieve.stages import Stage
+from pensieve.stages import Artifact, Stage
+from pensieve.tools.projects import earlier_articles
+from pensieve.tools.registry import Tool, ToolContext
 from pensieve.workspace import atomic_write_text
 
 # (artifact text, [system prompt, task message]) -> what is wrong with it.
@@ -63,6 +66,33 @@ class Finisher:
     repairs: int = 0
     # What each turn that asked again was for: "reminder", "contract", "cut_off".
     asked: list[str] = field(default_factory=list)
+
+    @classmethod
+    def for_stage(cls, ctx: ToolContext, offered: Sequence[Tool], staged: Path) -> Finisher:
+        """The stage's finisher, its contract bound to what the artifact is judged against:
+        the user's brief, the prompts the agent was given (an echo is no artifact), the pages
+        it could have cited (with web search), and the finished articles list_projects shows."""
+        stage, settings, project = ctx.stage, ctx.settings, ctx.project
+        brief_path = project.file(Artifact.BRIEF)
+        brief = brief_path.read_text(encoding="utf-8", errors="replace") if brief_path.is_file() else ""
+        web = any(t.name == "web_search" for t in offered)
+        earlier = earlier_articles(ctx) if any(t.name == "list_projects" for t in offered) else None
+
+        def check(text: str, prompts: Sequence[str]) -> list[Violation]:
+            system, task = (*prompts, "", "")[:2]
+            return check_artifact(
+                stage,
+                text,
+                settings=settings,
+                brief_text=brief,
+                prompt=system,
+                task_message=task,
+                web_sources=len(load_sources(project.dir)) if web else None,
+                earlier_articles=earlier,
+            )
+
+        llm = settings.llm
+        return cls(stage, staged, check, repair_turns=llm.repair_turns, max_output_tokens=llm.max_output_tokens)
 
     def _staged_text(self) -> str:
         if not self.staged.is_file():

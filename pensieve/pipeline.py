@@ -12,13 +12,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from pensieve import llm
 from pensieve.agent import AgentRun, run_agent
 from pensieve.citations import hooks as citation_hooks
-from pensieve.citations.cited_sources import load_sources
 from pensieve.clock import now_iso
 from pensieve.commit import (
     COMMIT_MARKER,
@@ -30,16 +29,15 @@ from pensieve.commit import (
     staged_artifact,
 )
 from pensieve.config import Settings
-from pensieve.contracts import Violation, check_artifact
-from pensieve.errors import StageFailed, UsageError
+from pensieve.errors import StageFailed
 from pensieve.events import EventBus, EventKind, EventLog, Subscriber
-from pensieve.finishing import ContractCheck, ContractFailed, Finisher, unfence
+from pensieve.finishing import ContractFailed, Finisher, unfence
 from pensieve.model_client import StageModelClient
-from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES, Artifact, Stage, downstream_of
+from pensieve.preflight import RunOptions, preflight, preflight_warnings, select_stages
+from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES, Stage
 from pensieve.staleness import input_hashes
 from pensieve.status import Status, Usage, load_status, save_status
 from pensieve.tools import offered_tools
-from pensieve.tools.projects import earlier_articles
 from pensieve.tools.registry import RunResources, ToolContext
 from pensieve.topics.capture import capture_on_complete
 from pensieve.workspace import Project, atomic_copy, atomic_write_text, remove_stale_temporaries
@@ -49,80 +47,12 @@ CompleteHook = Callable[[Project, Settings], Awaitable[None]]
 COMPLETE_HOOKS: list[CompleteHook] = [capture_on_complete]
 
 
-@dataclass(frozen=True)
-class RunOptions:
-    stage: str | None = None
-    until: str | None = None
-    force: bool = False
-    model: str | None = None
-    from_stage: str | None = None
-
-
 @dataclass
 class RunResult:
     status: Status
     failed: list[str] = field(default_factory=list)
     # What this run alone spent (status.usage counts every run of the project).
     spent: Usage = field(default_factory=Usage)
-
-
-def select_stages(status: Status, options: RunOptions) -> list[str]:
-    if options.stage:
-        return [options.stage]
-    names = list(STAGE_NAMES)
-    if options.until:
-        names = names[: names.index(options.until) + 1]
-    if options.force:
-        return names
-    again = set(downstream_of(options.from_stage)) if options.from_stage else set()
-    return [name for name in names if status.stages[name].status != "complete" or name in again]
-
-
-def _missing_inputs(project: Project, stage: Stage) -> list[str]:
-    missing = [str(name) for name in stage.reads if not project.file(name).is_file()]
-    if missing and stage.optional_reads and any(project.file(n).is_file() for n in stage.optional_reads):
-        return []
-    return missing
-
-
-def preflight(project: Project, settings: Settings, options: RunOptions, environ: Mapping[str, str]) -> list[str]:
-    """Everything that can be refused before the run changes anything (exit 2)."""
-    status = load_status(project.status_path)
-    selected = select_stages(status, options)
-    if options.stage:
-        stage = BY_NAME[options.stage]
-        blocked = [dep for dep in stage.after if status.stages[dep].status != "complete"]
-        missing = _missing_inputs(project, stage)
-        if blocked and missing:
-            raise UsageError(
-                f"stage {stage.name} needs {', '.join(missing)}; "
-                f"run the earlier stages first (pensieve run {project.id})"
-            )
-    models = {options.model or settings.model_for(name) for name in selected}
-    if None in models:
-        raise UsageError(
-            "no model configured: set llm.model in configs/pensieve.yaml, or PENSIEVE_MODEL, or pass --model "
-            "(e.g. openai/gpt-4o-mini, or ollama_chat/llama3.1 for a local model through Ollama)"
-        )
-    for model in sorted(m for m in models if m):
-        problem = llm.key_problem(model, settings.llm.api_base)
-        if problem:
-            raise UsageError(problem)
-    return selected
-
-
-def preflight_warnings(settings: Settings, options: RunOptions) -> list[str]:
-    """Advice worth one line before a run that may still work (the CLI prints it on stderr)."""
-    names = [options.stage] if options.stage else STAGE_NAMES
-    models = sorted({m for m in (options.model or settings.model_for(name) for name in names) if m})
-    # litellm's ollama/ provider sends Ollama `format: json` whenever tools are given, so the
-    # model answers every turn with a JSON object instead of calling tools or writing prose.
-    return [
-        f"warning: {model}: litellm's ollama/ provider forces JSON output when tools are given; "
-        f"use ollama_chat/{model.split('/', 1)[1]} instead"
-        for model in models
-        if model.startswith("ollama/")
-    ]
 
 
 class Runner:
@@ -244,44 +174,14 @@ class Runner:
             if name not in self.resources.noted:
                 self.resources.noted.add(name)
                 self.events.note(f"{name} is not available: {why}")
-        finisher = Finisher(
-            stage,
-            staged_artifact(self.project, stage),
-            self._contract_check(stage, ctx, web=any(t.name == "web_search" for t in tools)),
-            repair_turns=self.settings.llm.repair_turns,
-            max_output_tokens=self.settings.llm.max_output_tokens,
-        )
         return AgentRun(
             ctx=ctx,
             tools=tools,
             missing_tools=missing,
             client=client,
             extra_instructions=extra_instructions,
-            finisher=finisher,
+            finisher=Finisher.for_stage(ctx, tools, staged_artifact(self.project, stage)),
         )
-
-    def _contract_check(self, stage: Stage, ctx: ToolContext, *, web: bool) -> ContractCheck:
-        """The stage's contract, bound to what it is judged against: the user's brief, the
-        prompts it was given (an echo is no artifact), the pages it could have cited, and
-        the finished articles list_projects showed it."""
-        brief_path = self.project.file(Artifact.BRIEF)
-        brief = brief_path.read_text(encoding="utf-8", errors="replace") if brief_path.is_file() else ""
-        earlier = earlier_articles(ctx) if "list_projects" in stage.tools else None
-
-        def check(text: str, prompts: Sequence[str]) -> list[Violation]:
-            system, task = (*prompts, "", "")[:2]
-            return check_artifact(
-                stage,
-                text,
-                settings=self.settings,
-                brief_text=brief,
-                prompt=system,
-                task_message=task,
-                web_sources=len(load_sources(self.project.dir)) if web else None,
-                earlier_articles=earlier,
-            )
-
-        return check
 
     def _record_usage(self, stage: str, reply: llm.LLMReply) -> None:
         for usage in (self.status.stages[stage].usage, self.status.usage, self.spent):
@@ -475,4 +375,13 @@ def run_project(
         return asyncio.run(runner.run(selected))
 
 
-__all__ = ["COMMIT_MARKER", "STAGES", "RunOptions", "RunResult", "Runner", "run_project", "unfence"]
+__all__ = [
+    "COMMIT_MARKER",
+    "STAGES",
+    "RunOptions",
+    "RunResult",
+    "Runner",
+    "preflight_warnings",
+    "run_project",
+    "unfence",
+]

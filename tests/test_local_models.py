@@ -19,7 +19,7 @@ from pensieve.context import compact
 from pensieve.dispatch import REPEAT_WARN, ToolBox
 from pensieve.events import EventLog
 from pensieve.model_client import StageModelClient
-from pensieve.pipeline import RunOptions, preflight_warnings
+from pensieve.preflight import RunOptions, preflight_warnings
 from pensieve.project_list import new_project
 from pensieve.stages import BY_NAME
 from pensieve.status import load_status

@@ -74,3 +74,20 @@ async def test_run_resources_open_the_web_state_once_and_close_it(tmp_path: Path
     assert resources.web is None and first.search_client.is_closed
     await resources.aclose()  # closing twice is harmless
     assert ToolContext(project, BY_NAME["researcher"], Settings(), contexts[0].events, {}).resources is not resources
+
+
+def test_default_caps_agree_with_the_default_round_budget() -> None:
+    """A model that makes one call a round can spend a stage's search and fetch budget before
+    the round its file is due, and any one tool's cap still leaves two rounds to write and
+    answer."""
+    from pensieve.agent import _write_by_round
+    from pensieve.stages import STAGES
+
+    settings = Settings()
+    rounds = settings.llm.max_rounds
+    gathering = {"web_search", "fetch_url", "search_topics"}
+    for stage in STAGES:
+        spent = sum(settings.limits[name] for name in stage.tools if name in gathering)
+        assert spent <= _write_by_round(rounds), (stage.name, spent)
+        for name in stage.tools:
+            assert settings.limits[name] <= rounds - 2, (stage.name, name)

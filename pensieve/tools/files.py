@@ -93,7 +93,7 @@ def _part(name: str, text: str, offset: int, limit: int) -> tuple[str, str, str]
     return header, part, footer
 
 
-@tool(default_limit=40)
+@tool(default_limit=20)
 async def read_project_file(ctx: ToolContext, filename: str, offset: int = 0) -> str:
     """Read a file from the current project directory (for example an earlier stage's artifact).
 
@@ -123,7 +123,7 @@ async def read_project_file(ctx: ToolContext, filename: str, offset: int = 0) ->
     return f"{header}{wrap(name, part)}{footer}"
 
 
-@tool(default_limit=20)
+@tool(default_limit=12)
 async def write_project_file(ctx: ToolContext, filename: str, content: str) -> str:
     """Write a file in the current project directory, replacing it if it exists.
 

@@ -98,7 +98,7 @@ def search_unavailable(settings: Settings, environ: Mapping[str, str]) -> str | 
     return None
 
 
-@tool(default_limit=10, unavailable=search_unavailable)
+@tool(default_limit=5, unavailable=search_unavailable)
 async def web_search(ctx: ToolContext, query: str) -> str:
     """Search the web with a keyword query. Returns a JSON list of {title, url, snippet}.
 
@@ -234,7 +234,7 @@ def _failed(ctx: ToolContext, url: str, reason: str) -> ToolError:
     return ToolError(message)
 
 
-@tool(default_limit=25)
+@tool(default_limit=10)
 async def fetch_url(ctx: ToolContext, url: str, mode: Literal["text", "raw", "summary"] = "text") -> str:
     """Fetch a web page and return its content (pages are kept in the project's sources/ archive).
 

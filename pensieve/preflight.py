@@ -1,0 +1,87 @@
+"""What a run will do, and everything refused before it changes anything.
+
+`select_stages` turns the flags (--stage, --until, --from, --force) and the project's status
+into the stages to run; `preflight` refuses a run that cannot start (a missing input, no
+model, a missing key: exit 2, nothing touched); `preflight_warnings` is advice for a run
+that may still work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pensieve import llm
+from pensieve.config import Settings
+from pensieve.errors import UsageError
+from pensieve.stages import BY_NAME, STAGE_NAMES, Stage, downstream_of
+from pensieve.status import Status, load_status
+from pensieve.workspace import Project
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    stage: str | None = None
+    until: str | None = None
+    force: bool = False
+    model: str | None = None
+    from_stage: str | None = None
+
+
+def select_stages(status: Status, options: RunOptions) -> list[str]:
+    if options.stage:
+        return [options.stage]
+    names = list(STAGE_NAMES)
+    if options.until:
+        names = names[: names.index(options.until) + 1]
+    if options.force:
+        return names
+    again = set(downstream_of(options.from_stage)) if options.from_stage else set()
+    return [name for name in names if status.stages[name].status != "complete" or name in again]
+
+
+def _missing_inputs(project: Project, stage: Stage) -> list[str]:
+    missing = [str(name) for name in stage.reads if not project.file(name).is_file()]
+    if missing and stage.optional_reads and any(project.file(n).is_file() for n in stage.optional_reads):
+        return []
+    return missing
+
+
+def preflight(project: Project, settings: Settings, options: RunOptions, environ: Mapping[str, str]) -> list[str]:
+    """Everything that can be refused before the run changes anything (exit 2)."""
+    status = load_status(project.status_path)
+    selected = select_stages(status, options)
+    if options.stage:
+        stage = BY_NAME[options.stage]
+        blocked = [dep for dep in stage.after if status.stages[dep].status != "complete"]
+        missing = _missing_inputs(project, stage)
+        if blocked and missing:
+            raise UsageError(
+                f"stage {stage.name} needs {', '.join(missing)}; "
+                f"run the earlier stages first (pensieve run {project.id})"
+            )
+    models = {options.model or settings.model_for(name) for name in selected}
+    if None in models:
+        raise UsageError(
+            "no model configured: set llm.model in configs/pensieve.yaml, or PENSIEVE_MODEL, or pass --model "
+            "(e.g. openai/gpt-4o-mini, or ollama_chat/llama3.1 for a local model through Ollama)"
+        )
+    for model in sorted(m for m in models if m):
+        problem = llm.key_problem(model, settings.llm.api_base)
+        if problem:
+            raise UsageError(problem)
+    return selected
+
+
+def preflight_warnings(settings: Settings, options: RunOptions) -> list[str]:
+    """Advice worth one line before a run that may still work (the CLI prints it on stderr)."""
+    names = [options.stage] if options.stage else STAGE_NAMES
+    models = sorted({m for m in (options.model or settings.model_for(name) for name in names) if m})
+    # litellm's ollama/ provider sends Ollama `format: json` whenever tools are given, so the
+    # model answers every turn with a JSON object instead of calling tools or writing prose.
+    return [
+        f"warning: {model}: litellm's ollama/ provider forces JSON output when tools are given; "
+        f"use ollama_chat/{model.split('/', 1)[1]} instead"
+        for model in models
+        if model.startswith("ollama/")
+    ]
