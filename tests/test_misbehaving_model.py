@@ -19,6 +19,7 @@ from tests.conftest import Home
 from tests.fakes import artifacts
 from tests.fakes.artifacts import DEFAULT_TOPIC
 from tests.fakes.model_server import TEXT_CALL_FORMS, call, cut_off, echo, text, text_call, think, write
+from tests.fakes.web_site import FakeSite
 
 OUTLINE = artifacts.outline(DEFAULT_TOPIC)
 
@@ -227,3 +228,40 @@ def test_a_fence_around_the_whole_written_document_is_removed(home: Home) -> Non
     assert home.run("run", pid, "--until", "outliner").exit_code == 0
     assert (home.project_dir(pid) / "outline.md").read_text().strip() == OUTLINE.strip()
     assert status_of(home, pid)["stages"]["outliner"]["repairs"] == []
+
+
+ODD_FORMS = ("(S1)", "[s2]", "[S1, p. 4]", "[^S2]", "[S1; S2]", "[S1][S2]", "[S1, S2]")
+
+
+def test_citations_in_the_forms_models_write_them_are_checked_and_listed(web_home: Home, site: FakeSite) -> None:
+    notes = (
+        "# Research notes\n\n## How HNSW indexes embeddings\n- HNSW builds a layered graph (S1).\n"
+        "- Product quantisation compresses vectors with codebooks [s2].\n\n"
+        "## Open questions\n- How recall changes as the index grows.\n"
+    )
+    paragraphs = artifacts.article(DEFAULT_TOPIC).split("\n\n")
+    prose = [i for i, p in enumerate(paragraphs) if p and not p.startswith(("#", "<!--"))]
+    for index, form in zip(prose, ODD_FORMS, strict=False):
+        paragraphs[index] = paragraphs[index].rstrip() + f" {form}"
+    draft = "\n\n".join(paragraphs)
+    web_home.model.script(
+        "researcher",
+        call("fetch_url", {"url": site.url("/article")}),
+        call("fetch_url", {"url": site.url("/second")}),
+        write("research_notes.md", notes),
+        text("Notes written."),
+    )
+    web_home.model.script("drafter", write("draft_v1.md", draft), text("Draft written."))
+    pid = web_home.new()
+    result = web_home.run("run", pid, "--until", "drafter", "--quiet")
+    assert result.exit_code == 0, result.stderr
+    committed = (web_home.project_dir(pid) / "draft_v1.md").read_text()
+    for form in ("(S1)", "[s2]", "p. 4", "[^S2]", "[S1; S2]", "[S1][S2]"):
+        assert form not in committed, form
+    assert "[S1]" in committed and "[S1, S2]" in committed
+    # The generated reference list names both pages; the check finds every id in the archive.
+    references = committed.split("## References", 1)[1]
+    assert "S1" in references and "S2" in references
+    report = json.loads(web_home.run("check", pid, "--json").stdout)
+    assert [p for p in report["problems"] if p["kind"] == "unknown_citation"] == []
+    assert report["citations_checked"] >= len(ODD_FORMS)
