@@ -158,7 +158,9 @@ def run(
         f"project total {total.total_tokens:,} tokens"
     )
     if final.status == "complete":
-        err.print(f"complete: {project.dir / 'final.md'}", markup=False)
+        from pensieve.stages import Artifact
+
+        err.print(f"complete: {project.file(Artifact.FINAL)}", markup=False)
     else:
         err.print(f"paused before {final.current_stage}: `pensieve run {project.id}` continues", markup=False)
     err.print(summary, markup=False)

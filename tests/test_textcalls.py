@@ -14,16 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pensieve.textcalls import parse_text_tool_calls
+from pensieve.tools import TOOL_NAMES
 
-KNOWN = (
-    "web_search",
-    "fetch_url",
-    "search_topics",
-    "read_project_file",
-    "write_project_file",
-    "text_stats",
-    "list_projects",
-)
+KNOWN = TOOL_NAMES
 OFFERED = ("read_project_file", "write_project_file", "text_stats")
 
 
