@@ -150,7 +150,7 @@ def test_every_prompt_states_its_round_budget_and_tool_caps(project: Project) ->
         for tool in run.tools:
             assert f"{tool.name} {settings.limits[tool.name]}" in rendered, (stage.name, tool.name)
     researcher = system_prompt(agent_run(project, "researcher", settings, SEARCH_ON))
-    assert "Your budget: 12 rounds; tool calls web_search 10, fetch_url 7," in researcher
+    assert "Your budget: 12 rounds; tool calls web_search 5, fetch_url 7," in researcher
     assert "by round 9 at the latest" in researcher  # a quarter of the rounds in reserve
 
 
