@@ -117,7 +117,7 @@ class CheckSettings(_Section):
 
 
 class ContractsSettings(_Section):
-    """What a stage's artifact must be before it is committed (pensieve/contracts.py)."""
+    """What a stage's artifact must be before it is committed (pensieve/contracts/)."""
 
     enabled: bool = True
     # Drafts and the final article must reach this share of article.target_words.
