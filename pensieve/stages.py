@@ -16,7 +16,6 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from pensieve import contracts
-from pensieve.citations import references
 from pensieve.workspace import BRIEF_FILE
 
 if TYPE_CHECKING:
@@ -24,6 +23,26 @@ if TYPE_CHECKING:
 
 # Rewrites an artifact before it is committed, given the project's archived sources.
 Transform = Callable[[str, "dict[str, CitedSource]"], str]
+
+
+# The citation transforms, imported on use: every command imports this table, and the
+# citation parser compiles its patterns on import.
+def _with_source_list(text: str, sources: dict[str, CitedSource]) -> str:
+    from pensieve.citations.references import with_source_list
+
+    return with_source_list(text, sources)
+
+
+def _with_references(text: str, sources: dict[str, CitedSource]) -> str:
+    from pensieve.citations.references import with_references
+
+    return with_references(text, sources)
+
+
+def _numbered_for_reader(text: str, sources: dict[str, CitedSource]) -> str:
+    from pensieve.citations.references import numbered_for_reader
+
+    return numbered_for_reader(text, sources)
 
 
 class Artifact(StrEnum):
@@ -93,7 +112,7 @@ STAGES: tuple[Stage, ...] = (
         writes=Artifact.RESEARCH_NOTES,
         contract=contracts.RESEARCH_NOTES,
         after=("refiner",),
-        transform=references.with_source_list,
+        transform=_with_source_list,
     ),
     Stage(
         name="outliner",
@@ -114,7 +133,7 @@ STAGES: tuple[Stage, ...] = (
         writes=Artifact.DRAFT_V1,
         contract=contracts.DRAFT,
         after=("outliner",),
-        transform=references.with_references,
+        transform=_with_references,
         citation_check=True,
     ),
     Stage(
@@ -164,7 +183,7 @@ STAGES: tuple[Stage, ...] = (
         writes=Artifact.DRAFT_V2,
         contract=contracts.DRAFT,
         after=("content_reviewer", "fact_checker", "style_reviewer"),
-        transform=references.with_references,
+        transform=_with_references,
         citation_check=True,
     ),
     Stage(
@@ -177,7 +196,7 @@ STAGES: tuple[Stage, ...] = (
         writes=Artifact.FINAL,
         contract=contracts.FINAL,
         after=("reviser",),
-        transform=references.numbered_for_reader,
+        transform=_numbered_for_reader,
         citation_check=True,
         resend_on_failed_check=True,
     ),

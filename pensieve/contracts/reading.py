@@ -8,8 +8,6 @@ from collections.abc import Iterator
 from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pensieve.citations.text import split_notes, split_references
-
 if TYPE_CHECKING:
     pass
 
@@ -135,6 +133,10 @@ def word_count(text: str) -> int:
 
 def article_body(text: str) -> str:
     """An article without its revision notes and reference list (neither is the article)."""
+    # Imported here: the citation parser compiles its patterns on import, and this package
+    # is imported with the stage table by every command.
+    from pensieve.citations.text import split_notes, split_references
+
     article, _notes = split_notes(text)
     body, _references = split_references(article)
     return body
