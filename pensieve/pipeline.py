@@ -30,7 +30,7 @@ from pensieve.commit import (
 )
 from pensieve.config import Settings
 from pensieve.errors import StageFailed
-from pensieve.events import EventBus, EventKind, EventLog, Subscriber
+from pensieve.events import EventBus, EventKind, EventLog, EventSink, Subscriber
 from pensieve.finishing import ContractFailed, Finisher, unfence
 from pensieve.model_client import StageModelClient
 from pensieve.preflight import RunOptions, preflight, preflight_warnings, select_stages
@@ -43,7 +43,7 @@ from pensieve.topics.capture import capture_on_complete
 from pensieve.workspace import Project, atomic_copy, atomic_write_text, remove_stale_temporaries
 
 # Hooks run once when a project completes (e.g. capturing it into the topic library).
-CompleteHook = Callable[[Project, Settings], Awaitable[None]]
+CompleteHook = Callable[[Project, Settings, EventSink], Awaitable[None]]
 COMPLETE_HOOKS: list[CompleteHook] = [capture_on_complete]
 
 
@@ -274,7 +274,7 @@ class Runner:
             await self._close_resources()
         if self._settle(result) == "complete":
             for complete_hook in COMPLETE_HOOKS:
-                await complete_hook(self.project, self.settings)
+                await complete_hook(self.project, self.settings, self.events)
         result.spent = self.spent
         return result
 

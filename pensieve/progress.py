@@ -64,6 +64,10 @@ class Display(ABC):
                 self.note(f"citation check after {stage}: {event.get('problem_count', 0)} problem(s)")
             case EventKind.NOTE:
                 self.note(str(event.get("message", "")))
+            case EventKind.TOPIC_CAPTURED:
+                self.note(f"topic memory: the article was captured as {event.get('slug')}")
+            case EventKind.TOPIC_CAPTURE_FAILED:
+                self.note(f"topic memory: the article was not captured ({event.get('error')})")
             case _:
                 pass
 

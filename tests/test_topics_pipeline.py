@@ -71,6 +71,7 @@ def test_refiner_and_researcher_see_topics_and_finished_projects_feed_the_librar
     captured = _topics_dir(home) / "how-b-trees-keep-databases-fast.md"
     assert captured.is_file()
     assert any(e["kind"] == "topic_captured" for e in read_events(home.project_dir(pid) / "events.jsonl"))
+    assert "topic memory: the article was captured as how-b-trees-keep-databases-fast" in result.stderr
     # On the same subject, so the scripted topic brief meets its on-topic contract.
     second = home.new("B-trees and fast databases, revisited")
     home.model.script(

@@ -27,6 +27,7 @@ from pensieve.workspace import Project, atomic_write_text
 if TYPE_CHECKING:
     from pensieve.citations.cited_sources import CitedSource
     from pensieve.config import Settings
+    from pensieve.events import EventSink
 
 BRIEF = Artifact.TOPIC_BRIEF
 NOTES = Artifact.RESEARCH_NOTES
@@ -235,16 +236,17 @@ def capture_project(project: Project, today: date | None = None) -> Captured:
     return Captured(slug, path, existed)
 
 
-async def capture_on_complete(project: Project, settings: Settings) -> None:
+async def capture_on_complete(project: Project, settings: Settings, events: EventSink | None = None) -> None:
     """The pipeline's completion hook: capture unless `topics.capture: false`.
 
-    A capture that fails is logged, never fatal: the article itself is finished.
+    A capture that fails is reported on the run's event stream (else events.jsonl), never
+    fatal: the article itself is finished.
     """
     from pensieve.events import EventKind, EventLog
 
     if not settings.topics.capture:
         return
-    events = EventLog(project.events_path)
+    events = events or EventLog(project.events_path)
     try:
         captured = await asyncio.to_thread(capture_project, project)
     except (PensieveError, OSError) as exc:
