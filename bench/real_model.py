@@ -15,7 +15,8 @@ model wrote as text, model calls, replies cut off by the output limit, and wall 
 Then the figure that matters: stages that reached `complete` while their artifact breaks
 its contract, recomputed here with pensieve.contracts.check_artifact over every committed
 artifact, as committed (generated reference lists included). It must be 0: the exit code
-is 1 otherwise.
+is 1 otherwise. As a second opinion it lists complete stages that look like junk by signs
+the contracts do not judge (a tool call in call syntax, under 30 words, inputs never read).
 
 With --seed STAGE the artifacts up to STAGE are written by hand (the fake model's, which
 meet the default contracts) and `pensieve repair` marks them complete, so a model that
@@ -346,7 +347,9 @@ class StageRow:
     detail: str
     error: str = ""
     rejected: str = ""
+    tools: dict[str, int] = field(default_factory=dict)  # calls the dispatcher ran (status.json)
     breaks: list[str] = field(default_factory=list)  # recomputed for a complete stage
+    suspect: list[str] = field(default_factory=list)  # junk signs the contract does not judge
     notes: list[str] = field(default_factory=list)
 
 
@@ -411,6 +414,7 @@ def read_stages(home: Path, index: int, run: Run, recorder: Recorder, args: argp
             wall_s=_seconds(entry.get("started_at"), entry.get("finished_at")),
             detail=_why(error, violations) if entry["status"] == "error" else "",
             error=error,
+            tools={str(k): int(v) for k, v in (entry.get("tool_calls") or {}).items()},
         )
         if entry["status"] == "error":
             kept = folder / "rejected" / f"{_artifact(name)}"
@@ -483,6 +487,26 @@ def recheck(home: Path, runs: list[Run], rows: list[StageRow], recorder: Recorde
             earlier_articles=earlier if listed else None,
         )
         row.breaks = [str(v) for v in violations]
+        row.suspect = suspicions(text, row)
+
+
+_CALL_SYNTAX = re.compile(
+    r"\b(write_project_file|read_project_file|web_search|fetch_url|search_topics|text_stats|list_projects)\s*\("
+)
+
+
+def suspicions(text: str, row: StageRow) -> list[str]:
+    """Signs of junk beside the contract, from outside it: a second opinion, not the figure."""
+    found = []
+    call = _CALL_SYNTAX.search(text)
+    if call:
+        found.append(f"holds a tool call in call syntax: {one_line(text[call.start() :], 60)!r}")
+    words = len(re.findall(r"\w+", text))
+    if words < 30:
+        found.append(f"{words} words: {one_line(text, 60)!r}")
+    if not row.tools.get("read_project_file"):
+        found.append("never called read_project_file: its inputs were not read")
+    return found
 
 
 def _finished_articles(home: Path) -> dict[str, tuple[str, str]]:
@@ -509,15 +533,22 @@ def one_line(text: str, limit: int) -> str:
 
 
 def report(model: str, runs: list[Run], rows: list[StageRow], wall_s: float, recorder: Recorder) -> int:
-    print(f"{'#':<2} {'stage':<20} {'result':<9} {'repairs':<8} {'txt':>4} {'calls':>5} {'cut':>4} {'wall s':>7}  why")
+    print(
+        f"{'#':<2} {'stage':<20} {'result':<9} {'repairs':<8} {'tools':>5} {'txt':>4} {'calls':>5} {'cut':>4} "
+        f"{'wall s':>7}  why"
+    )
     for row in rows:
         wall = f"{row.wall_s:.0f}" if row.wall_s is not None else "-"
         why = row.detail or ("BREAKS " + ",".join(v.split(":", 1)[0] for v in row.breaks) if row.breaks else "")
         print(
-            f"{row.brief:<2} {row.stage:<20} {row.result:<9} {row.repairs:<8} {row.text_calls:>4} "
+            f"{row.brief:<2} {row.stage:<20} {row.result:<9} {row.repairs:<8} {sum(row.tools.values()):>5} "
+            f"{row.text_calls:>4} "
             f"{row.model_calls:>5} {row.cut_off:>4} {wall:>7}  {why}"
         )
-    print("repairs: r reminder, c contract, x cut off; txt: tool calls written as text; cut: replies cut off")
+    print(
+        "repairs: r reminder, c contract, x cut off; tools: tool calls run; txt: of them written as text; "
+        "calls: model calls; cut: replies cut off"
+    )
     print()
     for index, run in enumerate(runs, 1):
         state = "HUNG (killed)" if run.hung else f"exit {run.returncode}"
@@ -532,6 +563,9 @@ def report(model: str, runs: list[Run], rows: list[StageRow], wall_s: float, rec
     breaking = [r for r in rows if r.breaks]
     for row in breaking:
         print(f"  COMPLETE BUT BREAKS ITS CONTRACT {row.brief}/{row.stage}: {'; '.join(row.breaks)[:400]}")
+    suspect = [r for r in rows if r.suspect]
+    for row in suspect:
+        print(f"  suspect complete {row.brief}/{row.stage}: {'; '.join(row.suspect)}")
     for row in rows:
         for note in row.notes:
             print(f"  note {row.brief}/{row.stage}: {note}")
@@ -547,7 +581,8 @@ def report(model: str, runs: list[Run], rows: list[StageRow], wall_s: float, rec
         f"\n{model}: {len(runs)} brief(s), {len(ran)} stages ran: {complete} complete, {len(failed)} failed"
         + (f" ({', '.join(f'{k} {n}' for k, n in kinds.most_common())})" if failed else "")
         + f"; {repairs} repair turns, {text_calls} tool calls parsed from text, {len(recorder.calls)} model calls "
-        f"({cut} cut off{speed}); complete but breaking the contract: {len(breaking)}; wall {wall_s / 60:.1f} min"
+        f"({cut} cut off{speed}); complete but breaking the contract: {len(breaking)} "
+        f"(suspect by other signs: {len(suspect)}); wall {wall_s / 60:.1f} min"
     )
     hung = any(r.hung for r in runs)
     return 1 if breaking or hung else 0
