@@ -50,6 +50,14 @@ class AgentRun:
     repairs: list[str] = field(default_factory=list)
 
 
+def _filename(arguments: str) -> str:
+    try:
+        data = json.loads(arguments)
+    except (json.JSONDecodeError, TypeError):
+        return ""
+    return str(data.get("filename", "")) if isinstance(data, dict) else ""
+
+
 def _summary(arguments: str, limit: int = 120) -> str:
     try:
         data = json.loads(arguments)
@@ -156,7 +164,7 @@ async def run_agent(run: AgentRun) -> str:
     settings = run.ctx.settings
     stage = run.ctx.stage.name
     box = ToolBox(run.ctx, run.tools, settings.limits)
-    finisher = run.finisher or _plain_finisher(run)
+    finisher = run.finisher = run.finisher or _plain_finisher(run)
     system, task = system_prompt(run), task_message(run)
     finisher.prompts = (system, task)
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": task}]
@@ -221,7 +229,7 @@ def _last_rounds_warning(run: AgentRun) -> str:
 def _plain_finisher(run: AgentRun) -> Finisher:
     """No contract: the output-file rule alone (for runs built without one)."""
     staged = run.ctx.project.staging_dir / run.ctx.stage.name / run.ctx.stage.writes
-    return Finisher(run.ctx.stage, staged, lambda _text, _prompts: [], repair_turns=0)
+    return Finisher(run.ctx.stage, staged, lambda _text, _prompts, _read: [], repair_turns=0)
 
 
 def _assistant_message(text: str, calls: list[ToolCall]) -> dict[str, Any]:
@@ -250,4 +258,6 @@ async def _run_tools(run: AgentRun, box: ToolBox, calls: list[ToolCall]) -> list
             result_chars=len(outcome.text),
         )
         results.append({"role": "tool", "tool_call_id": call.id, "content": outcome.text})
+        if call.name == "read_project_file" and not outcome.is_error and run.finisher is not None:
+            run.finisher.files_read.add(_filename(call.arguments))
     return results

@@ -25,7 +25,13 @@ REPEAT_STOP = 4  # the fourth ends the stage
 # (Counted over the calls whose results the model still has: see ToolBox.forget.)
 
 
-def _repeat_key(name: str, arguments: dict[str, Any]) -> str:
+def _raw_repeat_key(name: str, raw_arguments: str) -> str:
+    """Identical calls share a key: JSON arguments compared as values (key order and
+    spacing aside), anything else as written."""
+    try:
+        arguments = json.loads(raw_arguments) if raw_arguments.strip() else {}
+    except json.JSONDecodeError:
+        return f"{name}:raw:{raw_arguments.strip()}"
     return f"{name}:{json.dumps(arguments, sort_keys=True, ensure_ascii=False)}"
 
 
@@ -51,13 +57,7 @@ class ToolBox:
     def forget(self, name: str, raw_arguments: str) -> None:
         """The result of this call was elided from the context (pensieve.context): the model no
         longer has it, so making the call again is a re-read, not a repeat."""
-        try:
-            arguments = json.loads(raw_arguments) if raw_arguments.strip() else {}
-        except json.JSONDecodeError:
-            return  # never counted: it was answered with an error
-        if not isinstance(arguments, dict):
-            return
-        key = _repeat_key(name, arguments)
+        key = _raw_repeat_key(name, raw_arguments)
         if self.repeats[key] > 0:
             self.repeats[key] -= 1
 
@@ -67,9 +67,27 @@ class ToolBox:
     def _error(self, message: str, started: float) -> ToolOutcome:
         return ToolOutcome(f"Error: {message}", True, time.monotonic() - started)
 
+    def _repeat(self, name: str, raw_arguments: str) -> str | None:
+        """Count an identical call; the warning to answer instead, or LoopDetected. Refused
+        calls count too: a model repeating an invalid call is in a loop just the same."""
+        key = _raw_repeat_key(name, raw_arguments)
+        self.repeats[key] += 1
+        if self.repeats[key] >= REPEAT_STOP:
+            stage = self.ctx.stage.name
+            raise LoopDetected(f"{stage} repeated the same {name} call {REPEAT_STOP} times; stopped to save budget")
+        if self.repeats[key] == REPEAT_WARN:
+            return (
+                f"you have made this exact {name} call {REPEAT_WARN} times with the same arguments; use the "
+                "earlier result or change approach. One more identical call ends this stage."
+            )
+        return None
+
     async def call(self, name: str, raw_arguments: str) -> ToolOutcome:
         started = time.monotonic()
         stage = self.ctx.stage.name
+        warning = self._repeat(name, raw_arguments)
+        if warning:
+            return self._error(warning, started)
         found = self.tools.get(name)
         if found is None:
             available = ", ".join(self.tools) or "none"
@@ -88,16 +106,6 @@ class ToolBox:
             problem = format_validation_error(exc)
             return self._error(f"invalid arguments for {name}: {problem}; schema: {schema}", started)
 
-        key = _repeat_key(name, arguments)
-        self.repeats[key] += 1
-        if self.repeats[key] >= REPEAT_STOP:
-            raise LoopDetected(f"{stage} repeated the same {name} call {REPEAT_STOP} times; stopped to save budget")
-        if self.repeats[key] == REPEAT_WARN:
-            return self._error(
-                f"you have made this exact {name} call {REPEAT_WARN} times with the same arguments; use the "
-                "earlier result or change approach. One more identical call ends this stage.",
-                started,
-            )
         cap = self.limits.get(name)
         if cap is not None and self.calls[name] >= cap:
             return self._error(

@@ -16,7 +16,7 @@ What the model wrote is never deleted: the pipeline keeps a rejected artifact fo
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,30 +28,48 @@ from pensieve.tools.projects import earlier_articles
 from pensieve.tools.registry import Tool, ToolContext
 from pensieve.workspace import atomic_write_text
 
-# (artifact text, [system prompt, task message]) -> what is wrong with it.
-ContractCheck = Callable[[str, Sequence[str]], list[Violation]]
+# (artifact text, [system prompt, user turns...], files the agent read) -> what is wrong with it.
+ContractCheck = Callable[[str, Sequence[str], Collection[str]], list[Violation]]
 
-_FENCED = re.compile(r"^```(?:markdown|md)?[ \t]*\n(.*)\n```$", re.S | re.I)
+_OPENING_FENCE = re.compile(r"^```(?:markdown|md)?[ \t]*$", re.I)
 
 
 def unfence(text: str) -> str:
-    """A final message used as the artifact: models often wrap a whole document in a
-    ```markdown fence, which would end up in the file."""
-    text = text.strip()
-    match = _FENCED.match(text)
-    return match.group(1).strip() if match and "\n```" not in match.group(1) else text
+    """A document wrapped in a ```markdown fence, as models often write it: the fence
+    would end up in the file. Small models double the opening fence or never close it;
+    fences inside the document are its own and make it no wrapper."""
+    lines = text.strip().splitlines()
+    opened = 0
+    while lines and _OPENING_FENCE.match(lines[0].strip()):
+        lines.pop(0)
+        opened += 1
+    if not opened:
+        return text.strip()
+    closed = 0
+    while lines and lines[-1].strip() == "```" and closed < opened:
+        lines.pop()
+        closed += 1
+    inner = "\n".join(lines).strip()
+    if any(line.lstrip().startswith("```") for line in lines):
+        return text.strip()
+    return inner
 
 
 class ContractFailed(StageFailed):
     """The artifact still breaks its contract when the repair turns are spent."""
 
-    def __init__(self, stage: Stage, violations: Sequence[Violation]) -> None:
+    def __init__(self, stage: Stage, violations: Sequence[Violation], reason: str = "") -> None:
         self.stage = stage
         self.violations = list(violations)
-        super().__init__(stage_error(stage, self.violations))
+        self.reason = reason  # why no more turns could be asked for, when not the repair limit
+        super().__init__(self._message())
+
+    def _message(self, kept_as: str | None = None) -> str:
+        error = stage_error(self.stage, self.violations, kept_as=kept_as)
+        return f"{self.reason}; {error}" if self.reason else error
 
     def with_kept(self, kept_as: str) -> str:
-        return stage_error(self.stage, self.violations, kept_as=kept_as)
+        return self._message(kept_as)
 
 
 @dataclass
@@ -64,6 +82,11 @@ class Finisher:
     prompts: Sequence[str] = ()
     reminded: bool = False
     repairs: int = 0
+    # What the final-message fallback last staged: while the file still holds it, the model
+    # has not written with the tool since, and its next final message is the candidate.
+    fallback: str | None = None
+    # Files the agent read with read_project_file (a review of an unread draft is none).
+    files_read: set[str] = field(default_factory=set)
     # What each turn that asked again was for: "reminder", "contract", "cut_off".
     asked: list[str] = field(default_factory=list)
 
@@ -78,8 +101,9 @@ class Finisher:
         web = any(t.name == "web_search" for t in offered)
         earlier = earlier_articles(ctx) if any(t.name == "list_projects" for t in offered) else None
 
-        def check(text: str, prompts: Sequence[str]) -> list[Violation]:
-            system, task = (*prompts, "", "")[:2]
+        def check(text: str, prompts: Sequence[str], files_read: Collection[str]) -> list[Violation]:
+            # The system prompt, then every user turn (the task, reminders, repairs).
+            system, task = (prompts[0] if prompts else ""), "\n\n".join(prompts[1:])
             return check_artifact(
                 stage,
                 text,
@@ -89,6 +113,7 @@ class Finisher:
                 task_message=task,
                 web_sources=len(load_sources(project.dir)) if web else None,
                 earlier_articles=earlier,
+                files_read=files_read,
             )
 
         llm = settings.llm
@@ -110,30 +135,38 @@ class Finisher:
         if cut_off:
             return self._ask_again("cut_off", self._cut_off_message(), self._cut_off_failure)
         text = self._staged_text()
-        if not text:
-            if not self.reminded:
-                self.reminded = True
-                self.asked.append("reminder")
-                return self._reminder()
-            candidate = strip_think(unfence(final_text)).strip()
-            if not candidate:
-                raise StageFailed(
-                    f"{self.stage.name} finished without writing {self.stage.writes} and without a final message"
-                )
-            atomic_write_text(self.staged, candidate + "\n")
-            text = candidate
-        violations = self.check(text, self.prompts)
+        if not text and not self.reminded:
+            self.reminded = True
+            self.asked.append("reminder")
+            return self._reminder()
+        if not text or text == self.fallback:
+            text = self._stage_final_message(final_text) or text
+        violations = self.check(text, self.prompts, self.files_read)
         if not violations:
             return None
         return self._ask_again(
             "contract", repair_instruction(self.stage, violations), lambda: ContractFailed(self.stage, violations)
         )
 
+    def _stage_final_message(self, final_text: str) -> str:
+        """The final message as the candidate artifact (it is judged like a written file)."""
+        candidate = unfence(strip_think(final_text))
+        if not candidate:
+            if self.fallback is None:
+                raise StageFailed(
+                    f"{self.stage.name} finished without writing {self.stage.writes} and without a final message"
+                )
+            return ""
+        atomic_write_text(self.staged, candidate + "\n")
+        self.fallback = candidate
+        return candidate
+
     def _ask_again(self, why: str, message: str, failure: Callable[[], StageFailed]) -> str:
         if self.repairs >= self.repair_turns:
             raise failure()
         self.repairs += 1
         self.asked.append(why)
+        self.prompts = (*self.prompts, message)  # an echo of this turn is no artifact either
         return message
 
     def accept_staged(self, reason: str) -> str:
@@ -142,9 +175,9 @@ class Finisher:
         text = self._staged_text()
         if not text:
             raise StageFailed(f"{reason}; {self.stage.writes} was never written")
-        violations = self.check(text, self.prompts)
+        violations = self.check(text, self.prompts, self.files_read)
         if violations:
-            raise StageFailed(f"{reason}; {stage_error(self.stage, violations)}")
+            raise ContractFailed(self.stage, violations, reason)
         return f"{self.stage.name}: {reason}; committing the {self.stage.writes} it wrote, which meets its contract"
 
     def _reminder(self) -> str:

@@ -241,7 +241,7 @@ class Runner:
         where = kept.relative_to(self.project.dir).as_posix()
         if isinstance(exc, ContractFailed):
             return exc.with_kept(where)
-        return f"{exc}. The {stage.writes} it wrote is kept in {where}."
+        return f"{str(exc).rstrip('.')}. The {stage.writes} it wrote is kept in {where}."
 
     def _fail(self, stage: Stage, reason: str) -> None:
         from pensieve.redact import scrub

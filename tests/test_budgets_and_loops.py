@@ -117,3 +117,17 @@ def test_tool_caps_are_per_stage_and_answered_with_an_error(home: Home) -> None:
         assert not first.startswith("Error") and not second.startswith("Error")
         assert third.startswith("Error: read_project_file has reached its limit of 2 calls")
         assert "limits.read_project_file" in third
+
+
+def test_the_same_refused_call_repeated_is_a_loop_too(home: Home) -> None:
+    # Seen from a real small model: list_projects called with its own schema as arguments, refused
+    # as invalid 22 times until the round cap.
+    bad = call("read_project_file", {"type": "object", "properties": {}})
+    home.model.script("refiner", bad, bad, bad, bad)
+    pid = home.new()
+    assert home.run("run", pid).exit_code == 1
+    requests = home.model.for_stage("refiner")
+    assert len(requests) == 4
+    assert requests[1].last_tool_results[0].startswith("Error: invalid arguments for read_project_file")
+    assert requests[3].last_tool_results[0].startswith("Error: you have made this exact read_project_file call 3")
+    assert "repeated the same read_project_file call 4 times" in load(home, pid)["stages"]["refiner"]["error"]

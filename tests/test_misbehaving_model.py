@@ -265,3 +265,51 @@ def test_citations_in_the_forms_models_write_them_are_checked_and_listed(web_hom
     report = json.loads(web_home.run("check", pid, "--json").stdout)
     assert [p for p in report["problems"] if p["kind"] == "unknown_citation"] == []
     assert report["citations_checked"] >= len(ODD_FORMS)
+
+
+def test_no_changes_needed_from_a_reviewer_that_never_read_the_draft_is_repaired(home: Home) -> None:
+    review = "# Style review\n\nNo changes needed.\n"
+    home.model.script(
+        "style_reviewer",
+        write("style_review.md", review),
+        text("Done."),
+        call("read_project_file", {"filename": "draft_v1.md"}),
+        call("read_project_file", {"filename": "topic_brief.md"}),
+        write("style_review.md", review),
+        text("Done."),
+    )
+    pid = home.new()
+    assert home.run("run", pid, "--until", "style_reviewer").exit_code == 0
+    asked = followups(home, "style_reviewer")
+    assert 'says "No changes needed" but never read topic_brief.md, draft_v1.md' in asked[0]
+    entry = status_of(home, pid)["stages"]["style_reviewer"]
+    assert entry["status"] == "complete" and entry["repairs"] == ["contract"]
+    assert (home.project_dir(pid) / "style_review.md").read_text() == review
+
+
+def test_a_tool_call_in_function_syntax_is_no_artifact(home: Home) -> None:
+    junk = 'write_project_file(style_review.md, "```markdown\\n# Style review\\nThe draft has no changes needed.")'
+    home.model.always("style_reviewer", text(junk))
+    pid = home.new()
+    assert home.run("run", pid).exit_code == 1
+    assert_failed_with_contract(home, pid, "style_reviewer", "style_review.md", "not_tool_call")
+
+
+def test_each_final_message_after_the_reminder_is_judged_anew(home: Home) -> None:
+    home.model.script("outliner", text("Done"), text("outline.md"), text("Still working."), text(OUTLINE))
+    pid = home.new()
+    assert home.run("run", pid, "--until", "outliner").exit_code == 0
+    assert (home.project_dir(pid) / "outline.md").read_text().strip() == OUTLINE.strip()
+    assert status_of(home, pid)["stages"]["outliner"]["repairs"] == ["reminder", "contract", "contract"]
+
+
+def test_out_of_rounds_with_a_broken_artifact_records_the_contract(home: Home) -> None:
+    home.configure(llm={"max_rounds": 4})
+    reads = [call("read_project_file", {"filename": name}) for name in ("brief.md", "topic_brief.md", "x.md")]
+    home.model.script("outliner", write("outline.md", "# Outline\n\n## Intro\n"), *reads)
+    pid = home.new()
+    assert home.run("run", pid).exit_code == 1
+    entry = status_of(home, pid)["stages"]["outliner"]
+    assert entry["error"].startswith("outliner reached llm.max_rounds (4)")
+    assert any(v.startswith("sections:") for v in entry["violations"])
+    assert ".." not in entry["error"] and "rejected/outline.md" in entry["error"]

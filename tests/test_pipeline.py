@@ -327,3 +327,6 @@ def test_a_fenced_final_message_is_unwrapped() -> None:
     text = "# T\n\n```python\nprint(1)\n```"
     assert unfence(text) == text
     assert unfence("```md\nA\n```\n\n```md\nB\n```") == "```md\nA\n```\n\n```md\nB\n```"
+    # Small models double the opening fence, or never close it.
+    assert unfence("```markdown\n```markdown\n# Title\n\nBody\n```") == "# Title\n\nBody"
+    assert unfence("```markdown\n# Title\n\nBody") == "# Title\n\nBody"

@@ -19,7 +19,7 @@ holds the contracts of the stage rows and the check itself.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -93,6 +93,7 @@ def check_artifact(
     web_sources: int | None = None,
     earlier_articles: Mapping[str, str] | None = None,
     similarity: Similarity | None = None,
+    files_read: Collection[str] | None = None,
 ) -> list[Violation]:
     """Every way `text` fails the contract of the stage's artifact; [] when it meets it.
 
@@ -103,6 +104,7 @@ def check_artifact(
     - earlier_articles: id -> title of the workspace's other projects that were complete
       when the stage started (what list_projects showed it); None when not known.
     - similarity: replaces the MiniLM similarity of the on_topic fallback (tests).
+    - files_read: the files the agent read with read_project_file; None when not known.
     """
     if not settings.contracts.enabled:
         return []
@@ -117,6 +119,7 @@ def check_artifact(
         web_sources=web_sources,
         earlier_articles=earlier_articles,
         similarity=similarity,
+        unread=() if files_read is None else tuple(str(r) for r in stage.reads if str(r) not in files_read),
     )
     if not text.strip():
         return [Violation("not_empty", "it is empty", f"write the whole {contract.kind}")]

@@ -58,6 +58,10 @@ def _decode(text: str) -> Any:
         return None
 
 
+# A call in function syntax, opening the text (after a fence, if any).
+_CALL_SYNTAX = LazyPattern(r"^(?:```[\w-]*\s*)?`?(\w+)\s*\(")
+
+
 def tool_call_in(text: str) -> str | None:
     """The tool named by a tool call written as text: tagged, bare or fenced JSON; else None.
 
@@ -65,6 +69,9 @@ def tool_call_in(text: str) -> str | None:
     counts only when it is most of the text (an article may show a JSON example).
     """
     stripped = text.strip()
+    called = _CALL_SYNTAX.match(stripped)
+    if called and called.group(1) in tool_names():
+        return called.group(1)  # write_project_file(style_review.md, "...") as the whole reply
     if _TOOL_TAG.search(text):
         for body in _TOOL_TAG_BODY.findall(text):
             tagged = _tool_named(_decode(body.strip()))

@@ -56,6 +56,8 @@ class Inputs(NamedTuple):
     web_sources: int | None = None
     earlier_articles: Mapping[str, str] | None = None
     similarity: Similarity | None = None
+    # The stage's inputs it never read with read_project_file (empty when unknown).
+    unread: tuple[str, ...] = ()
 
     @property
     def limits(self) -> ContractsSettings:
@@ -169,7 +171,7 @@ class Length(Requirement):
         if words >= needed:
             return None
         return self.violation(
-            f"{words} words, the target is at least {needed} ({share:.0%} of article.target_words {target})",
+            f"{_plural(words, 'word')}, the target is at least {needed} ({share:.0%} of article.target_words {target})",
             f"write the whole {given.kind}, about {target} words",
         )
 
@@ -305,10 +307,12 @@ class WordBudgets(Requirement):
 _NUMBERED = LazyPattern(
     r"^\s*(?:[*_]{1,2})?(?:#{1,6}\s*)?(?:(?:finding|issue|item)\s*#?\s*)?\d{1,3}\s*[.):]\s*\S", re.I | re.M
 )
+# "No changes needed" as a statement of its own (a line or a sentence), not words inside
+# some other sentence ("the draft has no changes needed" is not a verdict).
 _NO_CHANGES = LazyPattern(
-    r"\bno\s+(?:further\s+)?(?:changes?|edits?|revisions?|issues?|problems?|findings?)\s+(?:are\s+|were\s+)?"
-    r"(?:needed|necessary|required|found)\b|\bnothing\s+to\s+(?:change|fix)\b",
-    re.I,
+    r"(?:^|[.!?:]\s+)[*_>\s]*(?:no\s+(?:further\s+)?(?:changes?|edits?|revisions?|issues?|problems?|findings?)\s+"
+    r"(?:are\s+|were\s+)?(?:needed|necessary|required|found)\b|nothing\s+to\s+(?:change|fix)\b)",
+    re.I | re.M,
 )
 
 
@@ -316,8 +320,15 @@ class NumberedFindings(Requirement):
     name: ClassVar[str] = "numbered_findings"
 
     def check(self, text: str, given: Inputs) -> Violation | None:
-        if _NUMBERED.search(text) or _NO_CHANGES.search(text):
+        if _NUMBERED.search(text):
             return None
+        if _NO_CHANGES.search(text):
+            if not given.unread:
+                return None
+            return self.violation(
+                f'it says "No changes needed" but never read {", ".join(given.unread)}',
+                f"read {', '.join(given.unread)} with read_project_file, then review it",
+            )
         return self.violation(
             'no numbered findings and no explicit "No changes needed"',
             'number each finding (1. ..., 2. ...), or say "No changes needed" if there is nothing to change',
