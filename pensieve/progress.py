@@ -34,6 +34,14 @@ class _Row:
     last: str = ""
 
 
+# What a turn that asks for a better artifact is about (pensieve.finishing).
+_ASKED_AGAIN = {
+    "reminder": "the model did not write its file; reminding it",
+    "contract": "the artifact does not meet its contract; asking the model to fix it",
+    "cut_off": "the reply was cut off by the output limit; asking the model to write within it",
+}
+
+
 class Display(ABC):
     """Event -> what a person sees; subclasses say how to show it."""
 
@@ -62,6 +70,8 @@ class Display(ABC):
                 self.note(f"{stage}: model call failed ({error}); retrying in {wait:.1f}s")
             case EventKind.CITATION_CHECK if not event.get("ok"):
                 self.note(f"citation check after {stage}: {event.get('problem_count', 0)} problem(s)")
+            case EventKind.REPAIR:
+                self.note(f"{stage}: {_ASKED_AGAIN.get(str(event.get('reason')), 'asking the model again')}")
             case EventKind.NOTE:
                 self.note(str(event.get("message", "")))
             case EventKind.TOPIC_CAPTURED:

@@ -60,6 +60,8 @@ def test_never_writes_gets_one_reminder_then_repairs_then_fails_naming_the_contr
     assert asked[0].startswith("You have not written `outline.md` yet")
     assert len(asked) == 3 and all("does not meet its contract" in a for a in asked[1:])
     assert status_of(home, pid)["stages"]["outliner"]["repairs"] == ["reminder", "contract", "contract"]
+    assert "outliner: the model did not write its file; reminding it" in result.stderr
+    assert result.stderr.count("outliner: the artifact does not meet its contract; asking the model to fix it") == 2
     error = assert_failed_with_contract(home, pid, "outliner", "outline.md", "sections")
     assert "does not meet its contract" in result.stderr and error.split(":")[0] in result.stderr
     assert home.model.count("drafter") == 0
