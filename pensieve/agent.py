@@ -40,14 +40,14 @@ class AgentRun:
     tools: list[Tool]
     missing_tools: dict[str, str]
     client: ModelClient
+    # The output-file rule and the stage's contract; its `asked` lists the turns that asked
+    # for a better artifact.
+    finisher: Finisher
     extra_instructions: str = ""
-    # The output-file rule and the stage's contract; None: the rule alone.
-    finisher: Finisher | None = None
     # Filled in by run_agent, recorded in status.json: calls the dispatcher ran, by tool;
-    # tool calls found in the text of replies; the turns that asked for a better artifact.
+    # tool calls found in the text of replies.
     tool_calls: Counter[str] = field(default_factory=Counter)
     text_tool_calls: int = 0
-    repairs: list[str] = field(default_factory=list)
 
 
 def _filename(arguments: str) -> str:
@@ -164,7 +164,7 @@ async def run_agent(run: AgentRun) -> str:
     settings = run.ctx.settings
     stage = run.ctx.stage.name
     box = ToolBox(run.ctx, run.tools, settings.limits)
-    finisher = run.finisher = run.finisher or _plain_finisher(run)
+    finisher = run.finisher
     system, task = system_prompt(run), task_message(run)
     finisher.prompts = (system, task)
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": task}]
@@ -193,7 +193,6 @@ async def run_agent(run: AgentRun) -> str:
         reason = str(exc)
     finally:
         run.tool_calls.update(box.calls)
-        run.repairs = list(finisher.asked)
     run.ctx.events.emit(EventKind.NOTE, stage, message=finisher.accept_staged(reason))
     return ""
 
@@ -226,12 +225,6 @@ def _last_rounds_warning(run: AgentRun) -> str:
     )
 
 
-def _plain_finisher(run: AgentRun) -> Finisher:
-    """No contract: the output-file rule alone (for runs built without one)."""
-    staged = run.ctx.project.staging_dir / run.ctx.stage.name / run.ctx.stage.writes
-    return Finisher(run.ctx.stage, staged, lambda _text, _prompts, _read: [], repair_turns=0)
-
-
 def _assistant_message(text: str, calls: list[ToolCall]) -> dict[str, Any]:
     return {
         "role": "assistant",
@@ -258,6 +251,6 @@ async def _run_tools(run: AgentRun, box: ToolBox, calls: list[ToolCall]) -> list
             result_chars=len(outcome.text),
         )
         results.append({"role": "tool", "tool_call_id": call.id, "content": outcome.text})
-        if call.name == "read_project_file" and not outcome.is_error and run.finisher is not None:
+        if call.name == "read_project_file" and not outcome.is_error:
             run.finisher.files_read.add(_filename(call.arguments))
     return results

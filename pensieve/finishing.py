@@ -20,9 +20,9 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pensieve.citations.cited_sources import load_sources
 from pensieve.contracts import Violation, check_artifact, repair_instruction, stage_error, strip_think
 from pensieve.errors import StageFailed
+from pensieve.source_archive import SourceArchive
 from pensieve.stages import Artifact, Stage
 from pensieve.tools.projects import earlier_articles
 from pensieve.tools.registry import Tool, ToolContext
@@ -80,15 +80,18 @@ class Finisher:
     repair_turns: int
     max_output_tokens: int | None = None
     prompts: Sequence[str] = ()
-    reminded: bool = False
-    repairs: int = 0
     # What the final-message fallback last staged: while the file still holds it, the model
     # has not written with the tool since, and its next final message is the candidate.
     fallback: str | None = None
     # Files the agent read with read_project_file (a review of an unread draft is none).
     files_read: set[str] = field(default_factory=set)
-    # What each turn that asked again was for: "reminder", "contract", "cut_off".
+    # What each turn that asked again was for: "reminder" (at most once), "contract", "cut_off".
     asked: list[str] = field(default_factory=list)
+
+    @property
+    def repairs(self) -> int:
+        """The turns spent of llm.repair_turns (the reminder is on top of them)."""
+        return sum(1 for why in self.asked if why != "reminder")
 
     @classmethod
     def for_stage(cls, ctx: ToolContext, offered: Sequence[Tool], staged: Path) -> Finisher:
@@ -111,7 +114,7 @@ class Finisher:
                 brief_text=brief,
                 prompt=system,
                 task_message=task,
-                web_sources=len(load_sources(project.dir)) if web else None,
+                web_sources=len(SourceArchive(project.dir).entries()) if web else None,
                 earlier_articles=earlier,
                 files_read=files_read,
             )
@@ -135,8 +138,7 @@ class Finisher:
         if cut_off:
             return self._ask_again("cut_off", self._cut_off_message(), self._cut_off_failure)
         text = self._staged_text()
-        if not text and not self.reminded:
-            self.reminded = True
+        if not text and "reminder" not in self.asked:
             self.asked.append("reminder")
             return self._reminder()
         if not text or text == self.fallback:
@@ -164,7 +166,6 @@ class Finisher:
     def _ask_again(self, why: str, message: str, failure: Callable[[], StageFailed]) -> str:
         if self.repairs >= self.repair_turns:
             raise failure()
-        self.repairs += 1
         self.asked.append(why)
         self.prompts = (*self.prompts, message)  # an echo of this turn is no artifact either
         return message

@@ -197,7 +197,7 @@ class Runner:
             entry.violations = [str(v) for v in exc.violations]
             raise
         finally:
-            entry.tool_calls, entry.repairs = dict(run.tool_calls), list(run.repairs)
+            entry.tool_calls, entry.repairs = dict(run.tool_calls), list(run.finisher.asked)
             entry.text_tool_calls = run.text_tool_calls
         entry.violations = []
         self._transform_staged(stage)

@@ -51,9 +51,8 @@ class Display(ABC):
             case EventKind.STAGE_START:
                 self.stage_started(stage, str(event.get("model", "")))
             case EventKind.STAGE_END:
-                tokens = int((event.get("usage") or {}).get("prompt_tokens", 0)) + int(
-                    (event.get("usage") or {}).get("completion_tokens", 0)
-                )
+                usage = event.get("usage") or {}
+                tokens = int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
                 self.stage_finished(stage, "complete", f"{tokens:,} tokens")
             case EventKind.STAGE_ERROR:
                 self.stage_finished(stage, "error", scrub(str(event.get("error", ""))))

@@ -10,8 +10,10 @@ import pytest
 
 from pensieve import prompts
 from pensieve.agent import AgentRun, has_sources, system_prompt, task_message
+from pensieve.commit import staged_artifact
 from pensieve.config import AgentSettings, Settings
 from pensieve.events import EventLog
+from pensieve.finishing import Finisher
 from pensieve.model_client import StageModelClient
 from pensieve.project_list import new_project
 from pensieve.source_archive import SourceArchive
@@ -31,7 +33,7 @@ def agent_run(project: Project, stage: str, settings: Settings, environ: dict[st
     ctx = ToolContext(project, row, settings, EventLog(project.events_path), environ)
     tools, missing = offered_tools(row.tools, settings, environ)
     client = StageModelClient(stage, "openai/x", settings, ctx.events, print, lambda: None)
-    return AgentRun(ctx, tools, missing, client)
+    return AgentRun(ctx, tools, missing, client, Finisher.for_stage(ctx, tools, staged_artifact(project, row)))
 
 
 def settings_with_search(on: bool) -> Settings:

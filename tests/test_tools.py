@@ -86,13 +86,16 @@ async def test_list_projects_omits_projects_without_brief_or_status(tmp_path: Pa
 
 def test_every_prompt_renders_and_a_missing_variable_raises(tmp_path: Path) -> None:
     from pensieve.agent import AgentRun, system_prompt
+    from pensieve.commit import staged_artifact
+    from pensieve.finishing import Finisher
     from pensieve.model_client import StageModelClient
 
     base = ctx_for(tmp_path)
     for stage in STAGES:
         ctx = ToolContext(base.project, stage, Settings(), base.events, {})
         client = StageModelClient(stage.name, "openai/x", Settings(), base.events, print, lambda: None)
-        run = AgentRun(ctx, [], {"web_search": "no provider"}, client)
+        finisher = Finisher.for_stage(ctx, [], staged_artifact(base.project, stage))
+        run = AgentRun(ctx, [], {"web_search": "no provider"}, client, finisher)
         rendered = system_prompt(run)
         assert "{{" not in rendered and stage.writes in rendered and f"`{stage.name}`" in rendered
         assert "web_search is not available in this run: no provider" in rendered
