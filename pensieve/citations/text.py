@@ -370,3 +370,12 @@ def quoted_spans(evidence: str) -> list[str]:
         return [strip_markdown_quote(s) for s in spans]
     stripped = strip_markdown_quote(CITE_GROUP.sub("", evidence))
     return [stripped] if stripped and stripped not in {"-", "n/a", "none"} else []
+
+
+def shorten(text: str, limit: int) -> str:
+    """One line of at most about `limit` characters, cut at a word and marked with " …"."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    # A cut inside "[S1, S2]" would leave a citation no one can resolve: cut before it.
+    return re.sub(r"\s*\[[^\]]*$", "", text[:limit].rsplit(" ", 1)[0]) + " …"

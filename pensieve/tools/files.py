@@ -144,7 +144,7 @@ async def write_project_file(ctx: ToolContext, filename: str, content: str) -> s
         target = ctx.project.dir / relative
     else:
         raise ToolError(
-            f"{ctx.stage.name} may write only {str(ctx.stage.writes)!r} or files under 'scratch/'; {name!r} refused"
+            f"{ctx.stage.name} may write only {ctx.stage.writes!r} or files under 'scratch/'; {name!r} refused"
         )
     resolve_inside(ctx.project.dir, relative)
     try:

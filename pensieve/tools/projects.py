@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pensieve.citations.text import shorten
 from pensieve.stages import Artifact
 from pensieve.tools.registry import ToolContext, tool
 from pensieve.untrusted import sanitize
@@ -29,11 +30,7 @@ _CITATION = re.compile(r"\s*\[(?:S?\d+(?:\s*[,;\u2013-]\s*S?\d+)*)\]", re.I)
 
 
 def _one_line(text: str, limit: int) -> str:
-    text = " ".join(sanitize(text).split())
-    if len(text) <= limit:
-        return text
-    cut = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
-    return cut.rstrip(" ,;:") + "\u2026"
+    return shorten(sanitize(text), limit)
 
 
 def document_title(text: str, *, first_line: bool = False) -> str:

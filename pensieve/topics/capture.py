@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pensieve.citations.references import source_title, source_url
-from pensieve.citations.text import bare_urls, normalize_citations
+from pensieve.citations.text import bare_urls, normalize_citations, shorten
 from pensieve.errors import PensieveError, UsageError
 from pensieve.stages import Artifact
 from pensieve.topics.chunking import HEADING
@@ -82,14 +82,6 @@ def _first_paragraph(lines: list[str]) -> str:
     return " ".join(paragraph)
 
 
-def _shorten(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    # A cut inside "[S1, S2]" would leave a citation no one can resolve: cut before it.
-    return re.sub(r"\s*\[[^\]]*$", "", text[:limit].rsplit(" ", 1)[0]) + " …"
-
-
 # A citation after normalize_citations ([S3], [S3, S7]); not a link's text ([S3](url)).
 _CITATION = re.compile(r"([ \t]*)\[(S\d+(?:, S\d+)*)\](?!\()")
 _MAX_LINK_TITLE = 120
@@ -100,7 +92,7 @@ def _link(source: CitedSource) -> str:
     title = sanitize(source_title(source))
     if not title or title == "(untitled)":
         title = re.sub(r"^https?://(?:www\.)?", "", url).split("/", 1)[0] or "source"
-    title = _shorten(title, _MAX_LINK_TITLE).replace("[", "(").replace("]", ")")
+    title = shorten(title, _MAX_LINK_TITLE).replace("[", "(").replace("]", ")")
     # Markdown link targets end at ")" or whitespace: escape them.
     target = url.replace(" ", "%20").replace("(", "%28").replace(")", "%29").replace("<", "%3C").replace(">", "%3E")
     return f"[{title}]({target})"
@@ -132,7 +124,7 @@ def brief_title_and_summary(brief: str, fallback_title: str) -> tuple[str, str]:
     summary = _first_paragraph(angle) if angle else ""
     if not summary:
         summary = next((p for _, lines in sections if (p := _first_paragraph(lines))), "")
-    return _shorten(title, 200), _shorten(summary, MAX_SUMMARY_CHARS)
+    return shorten(title, 200), shorten(summary, MAX_SUMMARY_CHARS)
 
 
 def notes_facts(notes: str) -> list[tuple[str, list[str]]]:
@@ -143,7 +135,7 @@ def notes_facts(notes: str) -> list[tuple[str, list[str]]]:
     for heading, lines in sections:
         if heading.strip().lower() in _NOT_FACTS:
             continue
-        bullets = [_shorten(m.group(1), MAX_FACT_CHARS) for line in lines if (m := _BULLET.match(line))]
+        bullets = [shorten(m.group(1), MAX_FACT_CHARS) for line in lines if (m := _BULLET.match(line))]
         bullets = bullets[: MAX_FACTS - total]
         if bullets:
             facts.append((heading, bullets))
@@ -155,7 +147,7 @@ def notes_open_questions(notes: str) -> list[str]:
     _, sections = _sections(notes)
     for heading, lines in sections:
         if heading.strip().lower() == "open questions":
-            return [_shorten(m.group(1), MAX_FACT_CHARS) for line in lines if (m := _BULLET.match(line))][:20]
+            return [shorten(m.group(1), MAX_FACT_CHARS) for line in lines if (m := _BULLET.match(line))][:20]
     return []
 
 
