@@ -127,14 +127,20 @@ class Article:
     def reference(self, source_id: str) -> Reference | None:
         return next((r for r in self.references if r.source_id == source_id), None)
 
-    def cite_text(self, citation: Citation) -> str:
-        """The citation as plain text in the export's numbering: `[1, 3]` (unknown ids kept)."""
-        labels = [str(i.number) if i.number is not None else i.label for i in citation.items]
+    def cite_text(self, citation: Citation, *, marked: bool = False) -> str:
+        """The citation as plain text in the export's numbering: `[1, 3]` (unknown ids kept
+        with a `?`); `marked` adds the verdict of a weak or unsupported one: `[1, 3 (unsupported)]`."""
+        labels = []
+        for item in citation.items:
+            label = str(item.number) if item.number is not None else f"{item.label}?"
+            if marked and item.verdict in ("weak", "unsupported"):
+                label += f" ({item.verdict})"
+            labels.append(label)
         return "[" + ", ".join(labels) + "]"
 
-    def plain(self, markdown: str) -> str:
+    def plain(self, markdown: str, *, marked: bool = False) -> str:
         """`markdown` with its placeholders written back as numbered citations."""
-        return PLACEHOLDER.sub(lambda m: self.cite_text(self.citations[int(m.group(1))]), markdown)
+        return PLACEHOLDER.sub(lambda m: self.cite_text(self.citations[int(m.group(1))], marked=marked), markdown)
 
 
 def artifact_path(project_dir: Path, name: str) -> Path:

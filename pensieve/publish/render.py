@@ -94,13 +94,19 @@ def render_article(project_dir: Path, name: str = DEFAULT_ARTIFACT, *, bundle_li
     return render_loaded(load_article(project_dir, name), bundle_links=bundle_links)
 
 
-def render_loaded(article: Article, *, bundle_links: bool = False) -> RenderedArticle:
+def html_renderer() -> MarkdownIt:
+    """The parser with the rendering rules for citations, images and links; render with
+    env={"article": article}."""
     md = markdown_parser()
     md.add_render_rule("text", _render_text)
     md.add_render_rule("image", _render_image)
     md.add_render_rule("link_open", _render_link_open)
+    return md
+
+
+def render_loaded(article: Article, *, bundle_links: bool = False) -> RenderedArticle:
     env: dict[str, Any] = {"article": article}
-    body = md.render(article.markdown, env)
+    body = html_renderer().render(article.markdown, env)
     return RenderedArticle(
         title=article.title,
         body_html=f'<article class="pensieve-article">\n{body}</article>\n',
