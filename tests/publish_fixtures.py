@@ -110,10 +110,10 @@ def write_evidence(
     body = text.split("\n## References", 1)[0]
     numbers = dict(re.findall(r"^(\d+)\. .* - (\S+)$", text, re.M))
     archive = SourceArchive(project_dir)
-    sentences = []
+    sentences: list[dict[str, Any]] = []
     for match in _SENTENCE.finditer(body):
         sentence = match.group(0)
-        cited = []
+        cited: list[dict[str, Any]] = []
         for group in re.findall(r"\[([\d, ]+)\]", sentence):
             for number in re.findall(r"\d+", group):
                 source = archive.find(numbers[number])
@@ -135,7 +135,8 @@ def write_evidence(
         if not cited:
             continue
         findings = [f"97% is not in {c['source']}" for c in cited if c["verdict"] != "supported"]
-        best = max((c["verdict"] for c in cited), key=["unsupported", "weak", "supported"].index)
+        rank = ["unsupported", "weak", "supported"]
+        best = max((str(c["verdict"]) for c in cited), key=rank.index)
         sentences.append(
             {
                 "index": len(sentences),

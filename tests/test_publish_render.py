@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from lxml import html as lxml_html
+from lxml import html as lxml_html  # type: ignore[import-untyped]
 
 from pensieve.errors import UsageError
 from pensieve.publish.render import render_article, safe_href
