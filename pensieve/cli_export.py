@@ -25,9 +25,7 @@ def export(
     ] = None,
     bundle: Annotated[
         bool,
-        typer.Option(
-            "--bundle", help="Write an evidence bundle (HTML, sources, evidence, manifest)."
-        ),
+        typer.Option("--bundle", help="Write an evidence bundle (HTML, sources, evidence, manifest)."),
     ] = False,
     file: Annotated[str, typer.Option("--file", help="The artifact to export.")] = "final.md",
     verify: Annotated[

@@ -401,6 +401,7 @@ footer.export-foot { margin-top: 3rem; color: var(--muted); font: .8125rem/1.5 s
   a, .pensieve-article a, .references a { color: #000; text-decoration: none; }
   a.cite { color: #000; }
   .passage, a.cite:hover + .passage, a.cite:focus + .passage { display: none !important; }
+  .pensieve-article a[href^="http"]::after { content: " (" attr(href) ")"; font-size: .85em; word-break: break-all; }
   .ref-archived, .ref-passages summary { display: none; }
   .ref-passages { display: none; }
   .flag { border: 1px solid #000; background: none !important; color: #000 !important; }
