@@ -378,7 +378,7 @@ ol.references > li:target { background: #eef4fc; outline: 2px solid #c4d8f2; }
 .ref-url { word-break: break-all; font-size: .875em; }
 .ref-fetched, .ref-site, .ref-label, .ref-doi { color: var(--muted); }
 .ref-label { color: var(--ink); }
-.ref-archived { font: .8125rem system-ui, sans-serif; margin-left: .3rem; }
+.ref-archived { font: .8125rem system-ui, sans-serif; margin-left: .3rem; white-space: nowrap; }
 .ref-passages { margin-top: .35rem; font: .8125rem/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; }
 .ref-passages summary { cursor: pointer; color: var(--muted); }
 .ref-passages ul { list-style: none; padding: 0; margin: .35rem 0 0; }
