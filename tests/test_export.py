@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -305,3 +306,26 @@ def test_cli_errors(home: Home, project: Path, tmp_path: Path) -> None:
     assert "neither a bundle directory nor a zip" in _error(home, "--verify", str(blocker))
     # Nothing half-written anywhere.
     assert not list(tmp_path.rglob(".tmp-*")) and not (project / "export").exists()
+
+
+def _modules_after(*args: str) -> set[str]:
+    code = (
+        "import sys, runpy\n"
+        f"sys.argv = ['pensieve', *{list(args)!r}]\n"
+        "try:\n    runpy.run_module('pensieve', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print('\\n'.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    repo = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=repo, timeout=60)
+    return set(proc.stderr.split())
+
+
+def test_export_loads_no_model_and_list_loads_no_renderer(home: Home, project: Path) -> None:
+    modules = _modules_after("export", PROJECT, "--format", "docx")
+    assert "pensieve.publish.docx" in modules
+    assert not {m for m in modules if m.split(".")[0] in {"litellm", "torch", "sentence_transformers", "openai"}}
+    for args in (("--help",), ("list",)):
+        light = _modules_after(*args)
+        assert "pensieve.cli" in light
+        assert not {m for m in light if m.split(".")[0] in {"markdown_it", "docx", "lxml"}}, args
