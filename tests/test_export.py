@@ -18,6 +18,7 @@ import yaml
 from lxml import html as lxml_html  # type: ignore[import-untyped]
 from markdown_it import MarkdownIt
 
+from pensieve.status import load_status, save_status
 from tests.conftest import Home
 from tests.publish_fixtures import HOSTILE_TITLE, write_evidence, write_final
 
@@ -35,6 +36,10 @@ def project(home: Home) -> Path:
     home.new("How vector databases index embeddings", "--id", PROJECT)
     project_dir = home.project_dir(PROJECT)
     write_final(project_dir, hostile=True)
+    status = load_status(project_dir / "status.json")
+    for entry in status.stages.values():
+        entry.status = "complete"
+    save_status(project_dir / "status.json", status)
     return project_dir
 
 
@@ -261,6 +266,15 @@ def test_bundle_zip(home: Home, project: Path, tmp_path: Path) -> None:
             archive.writestr(name, data)
     bad = home.run("export", "--verify", str(target))
     assert bad.exit_code == 1 and "index.html: sha256 differs" in bad.stderr
+
+
+def test_warns_when_the_stage_is_not_complete(home: Home, project: Path) -> None:
+    status = load_status(project / "status.json")
+    status.stages["polisher"].status = "error"
+    save_status(project / "status.json", status)
+    result = home.run("export", PROJECT)
+    assert result.exit_code == 0
+    assert "warning: the Polisher is error in status.json: final.md may not be its latest version" in result.stderr
 
 
 def test_export_of_a_draft(home: Home, project: Path) -> None:

@@ -122,3 +122,13 @@ def test_missing_artifact_names_what_is_missing(tmp_path: Path) -> None:
         render_article(tmp_path)
     with pytest.raises(UsageError, match="file name"):
         render_article(tmp_path, "../etc/passwd")
+
+
+def test_reference_entry_not_in_the_archive_is_unresolved(project: Path) -> None:
+    final = project / "final.md"
+    final.write_text(final.read_text().replace("https://evil.example/page", "https://gone.example/page"))
+    art = render_article(project)
+    unresolved = _tree(art.body_html).xpath("//span[contains(@class, 'cite-unresolved')]")
+    assert [u.text_content() for u in unresolved] == ["[4?]", "[4?]"]
+    assert "ref-S4" not in art.references_html
+    assert any("4" in w and "no archived source" in w for w in art.warnings)

@@ -279,9 +279,10 @@ def _brief_title(project_dir: Path) -> str:
     return clean_text(line.lstrip("#"))[:200]
 
 
-def _numbered_references(text: str, cuts: list[tuple[int, int]], archive: SourceArchive) -> dict[str, str]:
-    """The artifact's own reference list: number (or id) -> archived source id."""
-    mapping: dict[str, str] = {}
+def _numbered_references(text: str, cuts: list[tuple[int, int]], archive: SourceArchive) -> dict[str, str | None]:
+    """The artifact's own reference list: number (or id) -> archived source id, or None for
+    an entry whose URL is not in the archive (its citations are shown unresolved)."""
+    mapping: dict[str, str | None] = {}
     for cut_start, cut_end in cuts:
         section = text[cut_start:cut_end]
         if not re.match(r"#{1,6}\s*(references|sources|bibliography|works cited)", section, re.I):
@@ -294,6 +295,7 @@ def _numbered_references(text: str, cuts: list[tuple[int, int]], archive: Source
             entry = _NUMBERED_ENTRY.match(line)
             if not entry:
                 continue
+            mapping[entry.group(1)] = None
             for url in bare_urls(entry.group(2)):
                 found = archive.find(url)
                 if found is not None:
@@ -307,7 +309,7 @@ def _inside(position: int, spans: list[tuple[int, int]]) -> bool:
 
 
 def _citation_matches(
-    text: str, start: int, numbers: dict[str, str], skip: list[tuple[int, int]]
+    text: str, start: int, numbers: dict[str, str | None], skip: list[tuple[int, int]]
 ) -> list[tuple[re.Match[str], bool]]:
     """Citation groups in reading order: `[S3, S7]` always, `[1, 2]` when every number is
     in the artifact's reference list (so `[3]` in a draft or a year is left alone)."""

@@ -102,4 +102,26 @@ def export_project(
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise UsageError(f"cannot write {target}: {reason}; choose another --output") from None
-    return ExportResult(target, chosen, bundle, len(article.references), list(article.warnings))
+    return ExportResult(
+        target, chosen, bundle, len(article.references), [*_stage_warnings(project_dir, name), *article.warnings]
+    )
+
+
+def _stage_warnings(project_dir: Path, name: str) -> list[str]:
+    """A file whose stage is not complete (being re-run, failed since) may be out of date."""
+    from pensieve.errors import CorruptState
+    from pensieve.stages import STAGES
+    from pensieve.status import load_status
+    from pensieve.workspace import STATUS_FILE
+
+    writer = next((stage for stage in STAGES if stage.writes == name), None)
+    if writer is None:
+        return []
+    try:
+        status = load_status(project_dir / STATUS_FILE, keep_copy=False)
+    except (CorruptState, OSError):
+        return []
+    state = status.stages[writer.name].status
+    if state == "complete":
+        return []
+    return [f"the {writer.title} is {state} in status.json: {name} may not be its latest version"]
