@@ -343,3 +343,52 @@ def test_export_loads_no_model_and_list_loads_no_renderer(home: Home, project: P
         light = _modules_after(*args)
         assert "pensieve.cli" in light
         assert not {m for m in light if m.split(".")[0] in {"markdown_it", "docx", "lxml"}}, args
+
+
+RICH = """# Rich
+
+Intro [1].
+
+1. first
+2. second
+   - nested bullet [2]
+
+> A quotation [1].
+
+| Index | Recall |
+|---|---|
+| HNSW [1] | 0.95 |
+
+### Sub heading
+
+3. a list that starts at three
+4. four
+
+## References
+
+1. Vector indexes explained - https://www.example.org/vector-indexes
+2. IVF - https://research.example.com/papers/ivf
+"""
+
+
+def test_docx_structure_of_lists_quotes_and_tables(tmp_path: Path) -> None:
+    from pensieve.publish.document import load_article
+    from pensieve.publish.docx import docx_export
+    from tests.publish_fixtures import add_sources
+
+    add_sources(tmp_path)
+    (tmp_path / "final.md").write_text(RICH)
+    document = docx.Document(io.BytesIO(docx_export(load_article(tmp_path), exported_at="2026-11-23T18:00:00Z")))
+    styles = [(p.style.name if p.style is not None else "", p.text) for p in document.paragraphs]
+    assert ("List Bullet 2", "nested bullet [2]") in styles
+    assert ("Quote", "A quotation [1].") in styles
+    assert ("Heading 2", "Sub heading") in styles
+    numbered = [p for p in document.paragraphs if p.style is not None and p.style.name == "List Number"]
+    assert [p.text for p in numbered] == ["first", "second", "a list that starts at three", "four"]
+    num_ids = [int(p._p.xpath("./w:pPr/w:numPr/w:numId/@w:val")[0]) for p in numbered]
+    assert num_ids[0] == num_ids[1] != num_ids[2] == num_ids[3]  # the second list restarts
+    numbering = document.part.numbering_part.element
+    starts = [numbering.num_having_numId(n).xpath("./w:lvlOverride/w:startOverride/@w:val") for n in num_ids[1:3]]
+    assert starts == [["1"], ["3"]]
+    [table] = document.tables
+    assert [[c.text for c in row.cells] for row in table.rows] == [["Index", "Recall"], ["HNSW [1]", "0.95"]]

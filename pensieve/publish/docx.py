@@ -178,7 +178,7 @@ class _Writer:
         self.lists: list[str] = []  # "bullet" | "number", innermost last
         self.quote = 0
         self.item_first: list[bool] = []
-        self._restart_number = False
+        self._restart_number: int | None = None  # the start of a numbered list just opened
         self._num_ids: dict[int, int] = {}
 
     # -- blocks -----------------------------------------------------------------------
@@ -201,13 +201,14 @@ class _Writer:
         _Inline(self.article, paragraph).render(inline.children or [])
 
     def _number(self, paragraph: Paragraph) -> None:
-        """Each numbered list starts at 1 (Word would otherwise continue the last one)."""
-        if not self._restart_number:
+        """Each numbered list starts at its own first number (Word would otherwise continue
+        the previous list's numbering)."""
+        if self._restart_number is None:
             paragraph_num = self._num_ids.get(len(self.lists))
             if paragraph_num is not None:
                 self._set_num(paragraph, paragraph_num)
             return
-        self._restart_number = False
+        start, self._restart_number = self._restart_number, None
         numbering = self.doc.part.numbering_part.element
         style = self.doc.styles[paragraph.style.name if paragraph.style is not None else "List Number"]
         num_pr = style.element.pPr.numPr if style.element.pPr is not None else None
@@ -216,7 +217,7 @@ class _Writer:
         base = numbering.num_having_numId(num_pr.numId.val)
         num = numbering.add_num(base.abstractNumId.val)
         override = num.add_lvlOverride(ilvl=0)
-        override.add_startOverride(1)
+        override.add_startOverride(start)
         self._num_ids[len(self.lists)] = num.numId
         self._set_num(paragraph, num.numId)
 
@@ -273,7 +274,10 @@ class _Writer:
                 self.lists.append("bullet")
             elif kind == "ordered_list_open":
                 self.lists.append("number")
-                self._restart_number = True
+                try:
+                    self._restart_number = max(0, int(str(token.attrGet("start") or 1)))
+                except ValueError:
+                    self._restart_number = 1
             elif kind in ("bullet_list_close", "ordered_list_close"):
                 self.lists.pop()
             elif kind == "list_item_open":
