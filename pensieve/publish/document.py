@@ -30,7 +30,7 @@ from pensieve.errors import UsageError
 from pensieve.front_matter import FrontMatterError, parse_front_matter
 from pensieve.hashing import sha256_of_bytes
 from pensieve.publish.references import ReferenceParts, clean_text, reference_parts
-from pensieve.source_archive import ArchivedSource, SourceArchive
+from pensieve.source_archive import ArchivedSource, SourceArchive, normalize_url
 from pensieve.workspace import check_name
 
 EVIDENCE_FILE = "evidence.json"
@@ -283,6 +283,8 @@ def _numbered_references(text: str, cuts: list[tuple[int, int]], archive: Source
     """The artifact's own reference list: number (or id) -> archived source id, or None for
     an entry whose URL is not in the archive (its citations are shown unresolved)."""
     mapping: dict[str, str | None] = {}
+    # The archive's own lookup key for every URL that reached a page (one pass, not one per entry).
+    by_url = {normalize_url(u): s.id for s in archive.entries() for u in (s.url, s.final_url, *s.also) if u}
     for cut_start, cut_end in cuts:
         section = text[cut_start:cut_end]
         if not re.match(r"#{1,6}\s*(references|sources|bibliography|works cited)", section, re.I):
@@ -295,12 +297,9 @@ def _numbered_references(text: str, cuts: list[tuple[int, int]], archive: Source
             entry = _NUMBERED_ENTRY.match(line)
             if not entry:
                 continue
-            mapping[entry.group(1)] = None
-            for url in bare_urls(entry.group(2)):
-                found = archive.find(url)
-                if found is not None:
-                    mapping[entry.group(1)] = found.id
-                    break
+            mapping[entry.group(1)] = next(
+                (by_url[key] for key in (normalize_url(u) for u in bare_urls(entry.group(2))) if key in by_url), None
+            )
     return mapping
 
 
