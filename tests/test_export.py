@@ -180,13 +180,13 @@ def test_markdown_export(home: Home, project: Path) -> None:
     assert not [h for h in tree.xpath("//a/@href") if re.match(r"\s*(javascript|data):", h)]
     assert not [a for a in tree.xpath("//*") if any(k.startswith("on") for k in a.attrib)]
     # Without front matter the title is a heading.
-    plain = _export(home, "--format", "md", "--output", str(project / "plain.md")).read_text(encoding="utf-8")
+    plain = _export(home, "--format", "md", "--output", str(project / "export" / "plain.md")).read_text()
     assert plain.startswith("# How vector databases index embeddings\n")
 
 
 def test_json_export(home: Home, project: Path) -> None:
     write_evidence(project, verdicts={"S3": "unsupported"})
-    data = json.loads(_export(home, "--output", str(project / "out.json")).read_text(encoding="utf-8"))
+    data = json.loads(_export(home, "--output", str(project / "export" / "out.json")).read_text(encoding="utf-8"))
     assert data["schema"] == "pensieve.article/1" and data["title"] == "How vector databases index embeddings"
     assert data["evidence"]["status"] == "current"
     assert [s["heading"] for s in data["sections"]] == [
@@ -284,6 +284,7 @@ def test_export_of_a_draft(home: Home, project: Path) -> None:
     )
     (project / "draft_v2.md").write_text(draft)
     tree = assert_safe_page(_export(home, "--file", "draft_v2.md", "--output", "d.html").read_text())
+    assert (home.path / "d.html").is_file()  # relative to the working directory
     assert tree.xpath("//h1")[0].text == "Draft title"
     assert [li.get("id") for li in tree.xpath("//ol[@class='references']/li")] == ["ref-S2", "ref-S1", "ref-S3"]
     assert [a.text_content() for a in tree.xpath("//a[@data-source]")] == ["[1]", "[2]", "[3]"]
@@ -312,6 +313,9 @@ def test_cli_errors(home: Home, project: Path, tmp_path: Path) -> None:
     assert "is a directory" in _error(home, PROJECT, "--output", str(tmp_path))
     assert "exists and is not a Pensieve bundle" in _error(home, PROJECT, "--bundle", "--output", str(tmp_path))
     assert "file name" in _error(home, PROJECT, "--file", "../vdb/final.md")
+    for inside in ("final.md", "sources/S1.md", "notes.html"):
+        assert "is inside the project vdb" in _error(home, PROJECT, "--format", "md", "--output", str(project / inside))
+    assert "HNSW" in (project / "final.md").read_text()
     assert "not a markdown artifact" in _error(home, PROJECT, "--file", "status.json")
     assert "--front-matter applies to --format md" in _error(home, PROJECT, "--front-matter")
     assert "unknown project 'nope'" in _error(home, "nope")

@@ -81,6 +81,7 @@ def export_project(
 ) -> ExportResult:
     chosen = choose_format(fmt, output, bundle)
     target = output if output is not None else default_output(project_dir, chosen, bundle)
+    _check_inside_project(project_dir, target)
     if not bundle and target.is_dir():
         raise UsageError(f"{target} is a directory; give a file name with --output")
     if front_matter and chosen != "md":
@@ -105,6 +106,18 @@ def export_project(
     return ExportResult(
         target, chosen, bundle, len(article.references), [*_stage_warnings(project_dir, name), *article.warnings]
     )
+
+
+def _check_inside_project(project_dir: Path, target: Path) -> None:
+    """An export never lands on the project's own files (an artifact, sources, status):
+    inside the project it goes under export/."""
+    project = project_dir.resolve()
+    resolved = target.resolve()
+    if resolved.is_relative_to(project) and not resolved.is_relative_to(project / EXPORT_DIR):
+        raise UsageError(
+            f"--output {target} is inside the project {project_dir.name}; write under its {EXPORT_DIR}/ "
+            "directory or outside the project"
+        )
 
 
 def _stage_warnings(project_dir: Path, name: str) -> list[str]:
