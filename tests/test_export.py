@@ -396,3 +396,20 @@ def test_docx_structure_of_lists_quotes_and_tables(tmp_path: Path) -> None:
     assert starts == [["1"], ["3"]]
     [table] = document.tables
     assert [[c.text for c in row.cells] for row in table.rows] == [["Index", "Recall"], ["HNSW [1]", "0.95"]]
+
+
+@pytest.mark.slow
+def test_export_after_a_real_pipeline_run(home: Home) -> None:
+    """The whole pipeline against the fake model, then every export of its final.md."""
+    pid = home.new()
+    assert home.run("export", pid).exit_code == 2  # not finished yet
+    assert home.run("run", pid).exit_code == 0
+    page = assert_safe_page(Path(home.run("export", pid).stdout.strip()).read_text(encoding="utf-8"))
+    title = page.xpath("//h1")[0].text_content()
+    assert title and page.xpath("//article//p")
+    document = docx.Document(str(Path(home.run("export", pid, "--format", "docx").stdout.strip())))
+    assert document.paragraphs[0].text == title
+    data = json.loads(Path(home.run("export", pid, "--format", "json").stdout.strip()).read_text())
+    assert data["title"] == title and data["sections"]
+    bundle = Path(home.run("export", pid, "--bundle").stdout.strip())
+    assert home.run("export", "--verify", str(bundle)).exit_code == 0
