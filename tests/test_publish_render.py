@@ -132,3 +132,16 @@ def test_reference_entry_not_in_the_archive_is_unresolved(project: Path) -> None
     assert [u.text_content() for u in unresolved] == ["[4?]", "[4?]"]
     assert "ref-S4" not in art.references_html
     assert any("4" in w and "no archived source" in w for w in art.warnings)
+
+
+def test_sentence_split_keeps_citations_with_their_sentence() -> None:
+    from pensieve.publish.json_export import split_sentences
+
+    one, two = "\ue0000\ue001", "\ue0001\ue001"
+    assert split_sentences(f"First claim {one}. Second one.{two} Third \u201cquoted.\u201d Last") == [
+        f"First claim {one}.",
+        f"Second one.{two}",
+        "Third \u201cquoted.\u201d",
+        "Last",
+    ]
+    assert split_sentences("Version 3.5 is out! Really?  Yes") == ["Version 3.5 is out!", "Really?", "Yes"]
