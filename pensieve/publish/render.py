@@ -313,7 +313,7 @@ header.article-head h1 { font-size: 2.1rem; line-height: 1.2; margin: 0 0 .5rem;
 }
 .pensieve-article h2 { font-size: 1.5rem; }
 .pensieve-article h3 { font-size: 1.2rem; }
-.pensieve-article p, .pensieve-article li { position: relative; }
+.pensieve-article, .pensieve-article p, .pensieve-article li { position: relative; }
 .pensieve-article a, .references a { color: var(--accent); }
 .pensieve-article blockquote {
   margin: 1rem 0;
