@@ -145,3 +145,15 @@ def test_sentence_split_keeps_citations_with_their_sentence() -> None:
         "Last",
     ]
     assert split_sentences("Version 3.5 is out! Really?  Yes") == ["Version 3.5 is out!", "Really?", "Yes"]
+
+
+def test_evidence_matches_the_text_as_read_with_universal_newlines(project: Path) -> None:
+    # The evidence check reads artifacts with Path.read_text: CRLF files are hashed and
+    # offset as LF text.
+    write_evidence(project, verdicts={"S3": "unsupported"})
+    final = project / "final.md"
+    final.write_bytes(final.read_bytes().replace(b"\n", b"\r\n"))
+    art = render_article(project)
+    assert art.evidence_status == "current"
+    verdicts = {a.get("data-source"): a.get("data-verdict") for a in _tree(art.body_html).xpath("//a[@data-verdict]")}
+    assert verdicts["S3"] == "unsupported" and verdicts["S1"] == "supported"

@@ -113,12 +113,13 @@ class Article:
     name: str
     title: str
     text: str  # the artifact as on disk
-    sha256: str  # of the artifact's bytes
+    sha256: str  # of the text (UTF-8, newlines as \n): what evidence.json's artifact_sha256 records
     markdown: str  # body for the parser: title, reference list and notes removed; citations as placeholders
     citations: list[Citation]
     references: list[Reference]
     evidence: EvidenceState
     warnings: list[str]
+    data: bytes = b""  # the file's bytes as read
 
     @property
     def project_id(self) -> str:
@@ -171,11 +172,14 @@ def load_article(project_dir: Path, name: str = DEFAULT_ARTIFACT) -> Article:
         raise UsageError(missing_artifact_message(project_dir.name, name)) from None
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    # The text as the evidence check reads it (Path.read_text: universal newlines), whose
+    # sha256 and character offsets evidence.json records.
+    read = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    sha = sha256_of_bytes(read.encode("utf-8", errors="surrogatepass"))
     # Same length: evidence offsets stay valid, and no content can forge a placeholder.
-    text = _PRIVATE.sub("\ufffd", data.decode("utf-8", errors="replace"))
+    text = _PRIVATE.sub("\ufffd", read)
     if not text.strip():
         raise UsageError(f"{name} of project {project_dir.name} is empty; run the stage that writes it again")
-    sha = sha256_of_bytes(data)
     warnings: list[str] = []
 
     start, front_title = _front_matter(text)
@@ -229,7 +233,7 @@ def load_article(project_dir: Path, name: str = DEFAULT_ARTIFACT) -> Article:
         warnings.append(f"{name}: citation(s) {listed} match no archived source; they are shown unlinked")
 
     markdown = _with_placeholders(text, start, cuts, matches)
-    return Article(project_dir, name, title, text, sha, markdown, citations, references, evidence_state, warnings)
+    return Article(project_dir, name, title, text, sha, markdown, citations, references, evidence_state, warnings, data)
 
 
 def _front_matter(text: str) -> tuple[int, str]:
