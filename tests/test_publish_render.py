@@ -126,7 +126,10 @@ def test_missing_artifact_names_what_is_missing(tmp_path: Path) -> None:
 
 def test_reference_entry_not_in_the_archive_is_unresolved(project: Path) -> None:
     final = project / "final.md"
-    final.write_text(final.read_text().replace("https://evil.example/page", "https://gone.example/page"))
+    text = re.sub(
+        r"^4\. .*$", "4. A page that was never fetched - https://gone.example/page", final.read_text(), flags=re.M
+    )
+    final.write_text(text)
     art = render_article(project)
     unresolved = _tree(art.body_html).xpath("//span[contains(@class, 'cite-unresolved')]")
     assert [u.text_content() for u in unresolved] == ["[4?]", "[4?]"]
@@ -157,3 +160,32 @@ def test_evidence_matches_the_text_as_read_with_universal_newlines(project: Path
     assert art.evidence_status == "current"
     verdicts = {a.get("data-source"): a.get("data-verdict") for a in _tree(art.body_html).xpath("//a[@data-verdict]")}
     assert verdicts["S3"] == "unsupported" and verdicts["S1"] == "supported"
+
+
+def test_numbered_entry_matched_by_title_when_its_url_is_an_identifier(project: Path) -> None:
+    # With bibliographic metadata an entry may give the work's doi.org URL, not the page's.
+    final = project / "final.md"
+    final.write_text(final.read_text().replace("https://blog.example.net/pq", "https://doi.org/10.1000/pq.1"))
+    art = render_article(project)
+    assert {a.get("data-source") for a in _tree(art.body_html).xpath("//a[@data-source]")} == {"S1", "S2", "S3", "S4"}
+    assert not art.warnings
+
+
+def test_author_year_citations_when_labels_are_available(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An article in author-year style (the bibliographic-metadata issue): inline labels
+    resolve through `author_year_labels` when the citation code provides it."""
+    from pensieve.citations import references
+
+    names = {"S1": "Malkov & Yashunin, 2018", "S2": "Jégou et al., 2011", "S3": "example.net", "S4": "Evil"}
+    monkeypatch.setattr(references, "author_year_labels", lambda sources: names, raising=False)
+    (project / "final.md").write_text(
+        "# Title\n\nGraphs win (Malkov & Yashunin, 2018). Cells too (Jégou et al., 2011; example.net).\n"
+        "Not a citation (see above).\n\n## References\n\n"
+        "- Jégou, H. (2011). Inverted file indexes for ANN search. https://doi.org/10.1/x\n"
+        "- Malkov, Y. (2018). Vector indexes explained. https://www.example.org/vector-indexes\n"
+        "- example.net. Product quantization in practice. https://blog.example.net/pq\n"
+    )
+    art = render_article(project)
+    cites = _tree(art.body_html).xpath("//a[@data-source]")
+    assert [(a.get("data-source"), a.text_content()) for a in cites] == [("S1", "[1]"), ("S2", "[2]"), ("S3", "[3]")]
+    assert "(see above)" in art.body_html and not art.warnings
