@@ -46,6 +46,11 @@ def test_every_citation_resolves_to_a_reference(project: Path) -> None:
     # brackets in code are not citations
     assert "[S9] in code" in body.xpath("//pre/code")[0].text
     assert art.evidence_status == "absent" and not body.xpath("//*[@class='passage']")
+    assert [h.get("id") for h in body.xpath("//h2")] == [
+        "sec-partitioning-the-space",
+        "sec-trade-offs",
+        "sec-hostile-content",
+    ]
 
 
 def test_hostile_content_is_escaped(project: Path) -> None:

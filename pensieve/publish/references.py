@@ -99,7 +99,10 @@ class ReferenceParts:
 
 
 def reference_parts(source: Any) -> ReferenceParts:
-    """The reference entry for an archived source (ArchivedSource or anything shaped like it)."""
+    """The reference entry for an archived source (ArchivedSource or anything shaped like it).
+
+    With the bibliographic metadata merged, `label` becomes
+    `pensieve.citations.references.reference_label(source)`: the one line to change."""
     url = clean_text(getattr(source, "final_url", "") or getattr(source, "url", ""))
     site = site_of(url)
     authors = _names(getattr(source, "authors", ()))
