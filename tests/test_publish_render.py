@@ -194,3 +194,24 @@ def test_author_year_citations_when_labels_are_available(project: Path, monkeypa
     cites = _tree(art.body_html).xpath("//a[@data-source]")
     assert [(a.get("data-source"), a.text_content()) for a in cites] == [("S1", "[1]"), ("S2", "[2]"), ("S3", "[3]")]
     assert "(see above)" in art.body_html and not art.warnings
+
+
+def test_reference_text_drops_bidi_and_control_characters() -> None:
+    from pensieve.publish.references import reference_parts
+    from pensieve.source_archive import ArchivedSource
+
+    source = ArchivedSource(
+        id="S1",
+        url="https://a.example/x",
+        final_url="https://a.example/x",
+        title="Safe\u202e txt.exe\x07 title\u200b",
+        fetched_at="2026-11-23T10:00:00Z",
+        sha256="0" * 64,
+        size=1,
+        content_type="text/html",
+        file="sources/S1.md",
+        raw_file="",
+    )
+    parts = reference_parts(source)
+    assert parts.title == "Safe txt.exe title" and parts.label == "a.example" and parts.fetched == "2026-11-23"
+    assert parts.text() == "a.example. Safe txt.exe title. Fetched 2026-11-23. https://a.example/x"

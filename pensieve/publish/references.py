@@ -13,13 +13,16 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from pensieve.untrusted import INVISIBLE
+
 # Control characters (but tab and newline), which also make XML (DOCX) unwritable.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
 
 
 def clean_text(value: object) -> str:
-    """A one-line plain string: control characters dropped, whitespace collapsed."""
-    return " ".join(_CONTROL.sub("", str(value or "")).split())
+    """A one-line plain string: control, zero-width and bidi-override characters dropped
+    (a page title cannot reorder the text around it), whitespace collapsed."""
+    return " ".join(INVISIBLE.sub("", _CONTROL.sub("", str(value or ""))).split())
 
 
 def safe_url(url: str) -> str | None:
