@@ -1,6 +1,6 @@
 """Benchmark: `pensieve export` on a long article, per format.
 
-Run: python -m bench.bench_export
+Run: python bench/bench_export.py
 Builds a project with 40 archived sources and a ~6,000-word final.md citing them 300 times
 (with an evidence file for every cited sentence), then prints the time of each export
 (HTML, DOCX, Markdown, JSON: best of 3 after a first run that pays the imports; a zip
