@@ -28,10 +28,21 @@ class Pacer:
                 return 0.0
             return self._next - now
 
+    def defer(self, seconds: float) -> None:
+        """No grant before `seconds` from now (a provider's Retry-After)."""
+        with self._lock:
+            self._next = max(self._next, time.monotonic() + seconds)
+
     async def wait_turn(self, interval_s: float) -> None:
         while (delay := self.try_grant(interval_s)) > 0:
             await asyncio.sleep(delay)
 
 
 # One pacer per provider API for the whole process: the limit is the provider's, not a run's.
-SEARCH_PACER = Pacer()
+_PACERS: dict[str, Pacer] = {}
+_PACERS_LOCK = threading.Lock()
+
+
+def pacer_for(provider: str) -> Pacer:
+    with _PACERS_LOCK:
+        return _PACERS.setdefault(provider, Pacer())
