@@ -95,7 +95,7 @@ class SearchSettings(_Section):
 
     def endpoint_for(self, name: str) -> str | None:
         if name in self.endpoints:
-            return self.endpoints[name]  # type: ignore[index]
+            return self.endpoints[name]
         return self.endpoint if name == self.provider else None
 
     def problem(self) -> str | None:

@@ -112,7 +112,7 @@ def page_meta(body: bytes, media_type: str) -> SourceMeta:
     """The metadata a page declares; empty for text, unparsable pages or pages without any."""
     if media_type not in ("text/html", "application/xhtml+xml") or not body.strip():
         return SourceMeta()
-    import lxml.html
+    import lxml.html  # type: ignore[import-untyped]
 
     try:
         root = lxml.html.fromstring(body[:2_000_000])

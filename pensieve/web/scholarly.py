@@ -23,7 +23,7 @@ import re
 from typing import Any
 
 import httpx
-from lxml import etree
+from lxml import etree  # type: ignore[import-untyped]
 
 from pensieve.web.identifiers import canonical_url, normalize_arxiv_id, normalize_doi, normalize_pmid, year_of
 from pensieve.web.search_providers import Call, Provider, SearchError, SearchResult, items, plain
@@ -71,6 +71,14 @@ def _result(call: Call, title: str, snippet: str, landing: str, **meta: Any) -> 
         pmid=pmid,
         **meta,
     )
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _object(call: Call, data: Any) -> dict[str, Any]:
@@ -192,9 +200,9 @@ async def _semantic_scholar(call: Call, query: str, n: int, _contact: str) -> li
         title = item.get("title")
         if not isinstance(title, str) or not title.strip():
             continue
-        ids = item.get("externalIds") if isinstance(item.get("externalIds"), dict) else {}
-        journal = item.get("journal") if isinstance(item.get("journal"), dict) else {}
-        authors = item.get("authors") if isinstance(item.get("authors"), list) else []
+        ids = _dict(item.get("externalIds"))
+        journal = _dict(item.get("journal"))
+        authors = _list(item.get("authors"))
         results.append(
             _result(
                 call,
@@ -252,9 +260,9 @@ async def _pubmed(call: Call, query: str, n: int, contact: str) -> list[SearchRe
         record = records.get(uid)
         if not isinstance(record, dict) or record.get("error") or not record.get("title"):
             continue  # "cannot get document summary", or a malformed record
-        article_ids = record.get("articleids") if isinstance(record.get("articleids"), list) else []
+        article_ids = _list(record.get("articleids"))
         doi = next((str(a.get("value")) for a in article_ids if isinstance(a, dict) and a.get("idtype") == "doi"), "")
-        authors = record.get("authors") if isinstance(record.get("authors"), list) else []
+        authors = _list(record.get("authors"))
         venue = plain(record.get("fulljournalname") or record.get("source"))
         published = _date(record.get("sortpubdate")) or _date(record.get("pubdate"))
         results.append(
@@ -306,11 +314,11 @@ async def _openalex(call: Call, query: str, n: int, contact: str) -> list[Search
         title = item.get("title") or item.get("display_name")
         if not isinstance(title, str) or not title.strip():
             continue
-        ids = item.get("ids") if isinstance(item.get("ids"), dict) else {}
-        location = item.get("primary_location") if isinstance(item.get("primary_location"), dict) else {}
-        source = location.get("source") if isinstance(location.get("source"), dict) else {}
+        ids = _dict(item.get("ids"))
+        location = _dict(item.get("primary_location"))
+        source = _dict(location.get("source"))
         landing = str(location.get("landing_page_url") or "")
-        authorships = item.get("authorships") if isinstance(item.get("authorships"), list) else []
+        authorships = _list(item.get("authorships"))
         results.append(
             _result(
                 call,
@@ -371,7 +379,7 @@ async def _crossref(call: Call, query: str, n: int, contact: str) -> list[Search
         doi = normalize_doi(str(item.get("DOI") or ""))
         if not title or not doi:
             continue
-        authors = item.get("author") if isinstance(item.get("author"), list) else []
+        authors = _list(item.get("author"))
         names = []
         for author in authors:
             if not isinstance(author, dict):

@@ -45,7 +45,7 @@ def for_kind(names: list[str], kind: SearchKind) -> list[str]:
 
 def interval_for(settings: SearchSettings, name: str, environ: Mapping[str, str]) -> float:
     if name in settings.min_intervals_s:
-        return settings.min_intervals_s[name]  # type: ignore[index]
+        return settings.min_intervals_s[name]
     info = CATALOG[name]
     if info.interval_s is None:
         return settings.min_interval_s
