@@ -168,7 +168,7 @@ async def web_search(ctx: ToolContext, query: str, kind: Literal["web", "academi
     if len(query) > 400:
         raise ToolError(f"query is {len(query)} characters; keep it under 400")
     settings = ctx.settings.search
-    ready, _skipped = usable(settings, ctx.environ)
+    ready, skipped = usable(settings, ctx.environ)
     names = for_kind(ready, kind)
     if not names:
         kinds = sorted({CATALOG[n].kind for n in ready})
@@ -194,6 +194,9 @@ async def web_search(ctx: ToolContext, query: str, kind: Literal["web", "academi
     state.remember(outcome.results)
     label = ", ".join(names)
     notes = "".join(f"\nNot answered: {name}: {sanitize(error)[:300]}" for name, error in outcome.errors.items())
+    notes += "".join(
+        f"\nNot used: {name} ({why})" for name, why in skipped.items() if name in for_kind(list(skipped), kind)
+    )
     if not outcome.results:
         return f"No results for {query!r}; try other keywords.{notes}"
     items = [_item(r) for r in outcome.results]
@@ -286,6 +289,20 @@ def _failed(ctx: ToolContext, url: str, reason: str) -> ToolError:
     return ToolError(message)
 
 
+def _work_line(source: ArchivedSource) -> str:
+    """What is known of the page as a work (authors, year, venue, identifiers), one line."""
+    if not source.meta:
+        return ""
+    from pensieve.citations.references import reference_label
+
+    parts = [reference_label(source)]
+    parts += [source.venue] if source.venue else []
+    parts += [f"doi {source.doi}"] if source.doi else []
+    parts += [f"arXiv {source.arxiv_id}"] if source.arxiv_id else []
+    parts += [f"PMID {source.pmid}"] if source.pmid else []
+    return "Work: " + "; ".join(parts) + "\n"
+
+
 @tool(default_limit=10)
 async def fetch_url(ctx: ToolContext, url: str, mode: Literal["text", "raw", "summary"] = "text") -> str:
     """Fetch a web page and return its content (pages are kept in the project's sources/ archive).
@@ -315,7 +332,7 @@ async def fetch_url(ctx: ToolContext, url: str, mode: Literal["text", "raw", "su
     if not page.text.strip():
         return f"{header}\nThe page has no readable text{' (' + page.cut_note + ')' if page.cut_note else ''}."
     text = cap(page.text, max_chars)
-    content = f"Title: {page.title or '(none)'}\n\n{text}{notes}"
+    content = f"Title: {page.title or '(none)'}\n{_work_line(source)}\n{text}{notes}"
     if mode == "text":
         return f"{header}\n{wrap(source.final_url, content)}"
 

@@ -58,12 +58,12 @@ def _result(call: Call, title: str, snippet: str, landing: str, **meta: Any) -> 
     doi = normalize_doi(meta.pop("doi", ""))
     arxiv_id = normalize_arxiv_id(meta.pop("arxiv_id", ""))
     pmid = normalize_pmid(meta.pop("pmid", ""))
-    url = canonical_url(doi, arxiv_id, pmid) or landing.strip()
-    if url and not url.startswith(("http://", "https://")):
-        url = ""
+    landing = landing.strip() if landing.strip().startswith(("http://", "https://")) else ""
+    url = canonical_url(doi, arxiv_id, pmid) or landing
     return SearchResult(
         title=plain(title)[:300],
         url=url,
+        landing=landing if landing != url else "",
         snippet=_snippet(snippet),
         source=call.name,
         doi=doi,
@@ -164,6 +164,8 @@ async def _arxiv(call: Call, query: str, n: int, _contact: str) -> list[SearchRe
         if not title or not arxiv_id:
             continue  # malformed entry
         published = _date(_text(entry.find(f"{_ATOM}published")))
+        # A journal reference ("IEEE TPAMI 42(4), 824-836 (2018)") dates the published version.
+        journal_ref = _text(entry.find(f"{_ARXIV}journal_ref"))
         results.append(
             _result(
                 call,
@@ -173,8 +175,8 @@ async def _arxiv(call: Call, query: str, n: int, _contact: str) -> list[SearchRe
                 arxiv_id=arxiv_id,
                 doi=_text(entry.find(f"{_ARXIV}doi")),
                 authors=tuple(name for a in entry.findall(f"{_ATOM}author") if (name := _text(a.find(f"{_ATOM}name")))),
-                year=year_of(published),
-                venue=_text(entry.find(f"{_ARXIV}journal_ref")) or "arXiv",
+                year=year_of(journal_ref) or year_of(published),
+                venue=journal_ref or "arXiv",
                 published=published,
             )
         )

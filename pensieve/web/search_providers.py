@@ -33,6 +33,7 @@ from pensieve.web.identifiers import canonical_url
 from pensieve.web.ratelimit import Pacer
 
 _TAGS = re.compile(r"<[^>]+>")
+_TITLE_KEY_MIN = 30  # shorter titles ("Introduction") are too common to identify a work
 
 
 class SearchError(Exception):
@@ -55,21 +56,25 @@ class SearchResult:
     pmid: str = ""
     publisher: str = ""
     published: str = ""
+    landing: str = ""  # the publisher's page for the work, when `url` is an identifier URL
 
     def dedup_keys(self) -> list[str]:
-        """What identifies the work for de-duplication: DOI, arXiv id, PMID, URL."""
+        """What identifies the work for de-duplication: DOI, arXiv id, PMID, URLs, and a
+        long title (providers without a shared identifier still name the paper alike)."""
         keys = [f"doi:{self.doi.lower()}"] if self.doi else []
         keys += [f"arxiv:{self.arxiv_id}"] if self.arxiv_id else []
         keys += [f"pmid:{self.pmid}"] if self.pmid else []
-        if self.url:
-            keys.append("url:" + normalize_url(self.url).rstrip("/"))
+        keys += ["url:" + normalize_url(u).rstrip("/") for u in (self.url, self.landing) if u]
+        title = re.sub(r"[^\w]+", " ", self.title.casefold()).strip()
+        if len(title) >= _TITLE_KEY_MIN:
+            keys.append(f"title:{title}")
         return keys
 
     def merged(self, other: SearchResult) -> SearchResult:
         """This result with the gaps filled from another record of the same work."""
         sources = [s for s in (*self.source.split(", "), *other.source.split(", ")) if s]
         filled: dict[str, Any] = {"source": ", ".join(dict.fromkeys(sources))}
-        for name in ("title", "snippet", "authors", "year", "venue", "doi", "arxiv_id", "pmid", "publisher"):
+        for name in ("title", "snippet", "authors", "year", "venue", "doi", "arxiv_id", "pmid", "publisher", "landing"):
             if not getattr(self, name) and getattr(other, name):
                 filled[name] = getattr(other, name)
         if not self.published and other.published:
