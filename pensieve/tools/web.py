@@ -255,7 +255,7 @@ async def _fetch_and_archive(ctx: ToolContext, url: str, need_raw: bool) -> _Pag
     if response.truncated:
         cut_note = f"[page larger than {fetch.max_bytes:,} bytes (fetch.max_bytes): only the start was read]"
     # The page's own tags first (the publisher's record), the search result for the gaps.
-    declared = await asyncio.to_thread(page_meta, response.body, response.media_type)
+    declared = await asyncio.to_thread(page_meta, response.body, response.media_type, response.charset)
     meta = declared.filled_from(state.known(url, response.final_url, meta=declared))
     source, is_new = archive.add(
         url=url,

@@ -33,7 +33,7 @@ _ARTICLE_TYPES = {
 
 
 def _clean(value: Any, limit: int = 200) -> str:
-    text = sanitize(str(value or ""))[:limit].strip()
+    text = " ".join(sanitize(str(value or "")).split())[:limit].strip()
     return "" if text.startswith(("http://", "https://")) else text
 
 
@@ -108,15 +108,22 @@ def _json_ld(root: Any) -> list[dict[str, Any]]:
     return found
 
 
-def page_meta(body: bytes, media_type: str) -> SourceMeta:
+def page_meta(body: bytes, media_type: str, charset: str | None = None) -> SourceMeta:
     """The metadata a page declares; empty for text, unparsable pages or pages without any."""
     if media_type not in ("text/html", "application/xhtml+xml") or not body.strip():
         return SourceMeta()
     import lxml.html  # type: ignore[import-untyped]
 
+    from pensieve.web.extract import decode
+
     try:
-        root = lxml.html.fromstring(body[:2_000_000])
-    except (ValueError, TypeError, Exception):  # lxml raises ParserError (an Exception) on empty or odd input
+        root = lxml.html.fromstring(decode(body[:2_000_000], charset))
+    except ValueError:  # an XML encoding declaration in a str: let lxml read the bytes
+        try:
+            root = lxml.html.fromstring(body[:2_000_000])
+        except Exception:  # lxml's ParserError on odd input
+            return SourceMeta()
+    except Exception:  # lxml's ParserError on empty or odd input
         return SourceMeta()
     tags = _meta_tags(root)
     ld = _json_ld(root)
