@@ -20,7 +20,8 @@ P2 = "Product quantisation splits vectors into sub-vectors and stores short code
 P3 = "Disk-resident graphs index a billion points on one machine with an SSD and modest memory [S3, S1]."
 FACTS = (
     "| # | claim | cited id | verdict | evidence |\n|---|---|---|---|---|\n"
-    '| 1 | HNSW is a graph method | S1 | supported | "navigable small world graphs with controllable hierarchy" [S1] |\n'
+    "| 1 | HNSW is a graph method | S1 | supported |"
+    ' "navigable small world graphs with controllable hierarchy" [S1] |\n'
 )
 
 
@@ -93,9 +94,7 @@ def test_a_run_with_academic_providers_ends_with_references_in_each_style(
 
     final = (project / "final.md").read_text()
     refs = final.split("## References\n\n")[1].strip().splitlines()
-    hnsw_entry = (
-        f"Malkov, Y. A., & Yashunin, D. A. (2018). {HNSW.title}. *{HNSW.venue}*. https://doi.org/{HNSW.doi}"
-    )
+    hnsw_entry = f"Malkov, Y. A., & Yashunin, D. A. (2018). {HNSW.title}. *{HNSW.venue}*. https://doi.org/{HNSW.doi}"
     pq_entry = f"Jégou, H., Douze, M., & Schmid, C. (2011). {PQ.title}. *{PQ.venue}*. https://doi.org/{PQ.doi}"
     diskann_entry = (
         f"Subramanya, S. J., Devvrit, F., & Kadekodi, R. (2019). {DISKANN.title}. *{DISKANN.venue}*. "

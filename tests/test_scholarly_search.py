@@ -66,7 +66,7 @@ def results_of(text: str) -> list[dict[str, Any]]:
 
 async def search(home: Home, pid: str, query: str = "nearest neighbor graph", kind: str = "all") -> str:
     async with tool_context(home, pid) as ctx:
-        result: str = await web_search(ctx, query=query, kind=kind)  # type: ignore[arg-type]
+        result: str = await web_search(ctx, query=query, kind=kind)
         return result
 
 

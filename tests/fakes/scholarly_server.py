@@ -433,7 +433,10 @@ class FakeScholarly:
                 self._once.add(provider)
             mode = "429" if first else "ok"
         if mode == "429":
-            body = {"message": "Too Many Requests. Please wait and try again or apply for a key.", "code": "429"}
+            body: dict[str, Any] = {
+                "message": "Too Many Requests. Please wait and try again or apply for a key.",
+                "code": "429",
+            }
             return 429, as_json, json.dumps(body).encode(), {"Retry-After": self.retry_after}
         if mode == "500":
             if provider == "arxiv":
