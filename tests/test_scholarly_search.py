@@ -255,6 +255,18 @@ async def test_empty_and_malformed_answers(home: Home, scholarly: FakeScholarly)
         assert all(t and t.strip() for t in titles) and "no url" not in titles
 
 
+async def test_a_long_retry_after_holds_the_provider_back_without_waiting(home: Home, scholarly: FakeScholarly) -> None:
+    scholarly.modes = {"semantic_scholar": "429"}
+    scholarly.retry_after = "Wed, 21 Oct 2099 07:28:00 GMT"  # the HTTP-date form
+    pid = configure(home, scholarly, ["semantic_scholar", "arxiv"])
+    text = await search(home, pid)
+    assert "Not answered: semantic_scholar: semantic_scholar is rate-limiting requests (HTTP 429, retry after" in text
+    scholarly.modes = {}
+    text = await search(home, pid)  # no request: the provider asked for time
+    assert len(scholarly.of("semantic_scholar")) == 1 and "Not answered: semantic_scholar" in text
+    assert [r["source"] for r in results_of(text)] == ["arxiv"]
+
+
 async def test_retry_after_is_waited_out_once(home: Home, scholarly: FakeScholarly) -> None:
     scholarly.modes = {"semantic_scholar": "429-once"}
     scholarly.retry_after = "1"

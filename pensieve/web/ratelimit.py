@@ -18,6 +18,7 @@ class Pacer:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._next = 0.0  # monotonic time of the next free slot
+        self._blocked_until = 0.0  # a provider's Retry-After, in monotonic time
 
     def try_grant(self, interval_s: float) -> float:
         """Take the turn if it is free (returns 0), else return how long until it may be."""
@@ -31,7 +32,14 @@ class Pacer:
     def defer(self, seconds: float) -> None:
         """No grant before `seconds` from now (a provider's Retry-After)."""
         with self._lock:
-            self._next = max(self._next, time.monotonic() + seconds)
+            until = time.monotonic() + seconds
+            self._next = max(self._next, until)
+            self._blocked_until = max(self._blocked_until, until)
+
+    def blocked_for(self) -> float:
+        """Seconds left of the last Retry-After (0 when none is pending)."""
+        with self._lock:
+            return max(0.0, self._blocked_until - time.monotonic())
 
     async def wait_turn(self, interval_s: float) -> None:
         while (delay := self.try_grant(interval_s)) > 0:

@@ -117,6 +117,14 @@ class Call:
         """Send once the provider's pacer allows; one retry after a short Retry-After."""
         request.extensions["timeout"] = httpx.Timeout(self.timeout_s).as_dict()
         for attempt in (1, 2):
+            blocked = self.pacer.blocked_for()
+            if blocked > self.max_retry_wait_s:
+                # A provider that said "retry after 2 minutes" is not waited for: the agent
+                # hears so at once and can search another kind or write with what it has.
+                raise SearchError(
+                    f"{self.name} is rate-limiting requests (HTTP 429, retry after {blocked:.0f}s); "
+                    "search less often or try again later"
+                )
             await self.pacer.wait_turn(self.interval_s)
             self.requests += 1
             try:
