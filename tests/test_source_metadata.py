@@ -340,3 +340,22 @@ def test_author_year_check_catches_what_is_wrong() -> None:
     # A DOI the record does not have is not an identifier URL of a fetched record.
     forged = final.replace(f"https://doi.org/{HNSW.doi}", "https://doi.org/10.9999/forged")
     assert ("unfetched_url", "reference https://doi.org/10.9999/forged was never fetched") in kinds(forged)
+
+
+def test_pages_of_one_work_are_one_reference() -> None:
+    # The arXiv page (arXiv id, and the journal DOI in its tags) and the publisher's page (DOI only).
+    preprint = cited("S5", "https://arxiv.example/abs/1603.09320", HNSW.title, arxiv_id="1603.09320", doi=HNSW.doi)
+    sources = {**SOURCES, "S5": replace(preprint, year=2016)}
+    draft = "# V\n\nGraphs are layered and searched greedily from the top layer down [S5].\n\nSee also [S1, S5].\n"
+    numbered = for_reader(draft, sources, "numbered")
+    assert "layer down [1]." in numbered and "See also [1]." in numbered
+    (entry,) = numbered.split("## References\n\n")[1].strip().splitlines()
+    # Under the lowest id (S1, the publisher's record), its gaps filled from the other page.
+    assert entry.startswith("1. Malkov, Y. A., & Yashunin, D. A. (2018).") and entry.endswith(HNSW.doi)
+    author_year = for_reader(draft, sources, "author-year")
+    assert (
+        "layer down (Malkov & Yashunin, 2018)." in author_year and "See also (Malkov & Yashunin, 2018)." in author_year
+    )
+    assert author_year.count("- Malkov") == 1
+    for final in (numbered, author_year):
+        assert run_check({"final.md": final}, sources, 1.0).ok

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pensieve.citations.cited_sources import CitedSource
-from pensieve.citations.references import AUTHOR_YEAR, NUMBERED, author_year_labels, sort_key
+from pensieve.citations.references import AUTHOR_YEAR, NUMBERED, author_year_labels, sort_key, works
 from pensieve.citations.summary import CheckSummary, FileSummary, Problem
 from pensieve.citations.text import (
     CITE_GROUP,
@@ -263,7 +263,8 @@ def check_author_year(
     body, references = split_references(article)
     figures = FileFigures()
     labels = author_year_labels(sources)
-    by_label = {label: sid for sid, label in labels.items()}
+    work = works(sources)
+    by_label = {label: work[sid] for sid, label in labels.items()}
     groups, unknown = _author_year_citations(body, by_label)
     figures.citations = sum(len(g) for g in groups) + citation_count(body)
     for part in dict.fromkeys(unknown):
@@ -301,7 +302,7 @@ def check_author_year(
                         Problem(name, "orphan_reference", f"{entry[:60]!r} names no archived source")
                     )
                 continue
-            sid = min(owners, key=lambda s: int(s[1:]))
+            sid = work[min(owners, key=lambda s: int(s[1:]))]
             if sid in listed:
                 report.problems.append(
                     Problem(name, "duplicate_reference", f"({labels[sid]}) is listed more than once")

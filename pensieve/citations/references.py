@@ -16,6 +16,7 @@ year, else authors, else publication, else a shortened title, else the site name
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Protocol
 from urllib.parse import urlsplit
 
@@ -207,12 +208,57 @@ def reference_label(source: SourceLike) -> str:
     return site_name(source) or "untitled"
 
 
+def _by_id(sources: dict[str, CitedSource]) -> list[str]:
+    return sorted(sources, key=lambda s: int(s[1:]) if s[1:].isdigit() else 0)
+
+
+def works(sources: dict[str, CitedSource]) -> dict[str, str]:
+    """Each source id -> the id that stands for its work. Pages of one work (the arXiv page
+    and the publisher's, both naming the DOI) share a DOI, arXiv id or PMID: they are one
+    reference, under the lowest id."""
+    parent = {sid: sid for sid in sources}
+
+    def root(sid: str) -> str:
+        while parent[sid] != sid:
+            sid = parent[sid]
+        return sid
+
+    owner: dict[str, str] = {}
+    for sid in _by_id(sources):
+        source = sources[sid]
+        keys = [f"doi:{source.doi.lower()}"] if source.doi else []
+        keys += [f"arxiv:{source.arxiv_id}"] if source.arxiv_id else []
+        keys += [f"pmid:{source.pmid}"] if source.pmid else []
+        for key in keys:
+            if key in owner:
+                a, b = root(owner[key]), root(sid)
+                first, second = sorted((a, b), key=lambda s: _by_id(sources).index(s))
+                parent[second] = first
+            else:
+                owner[key] = sid
+    return {sid: root(sid) for sid in sources}
+
+
+def work_source(sid: str, sources: dict[str, CitedSource], work: dict[str, str]) -> CitedSource:
+    """The source standing for a work, its metadata gaps filled from the work's other pages."""
+    source = sources[work[sid]]
+    filled: dict[str, object] = {}
+    for other in (sources[o] for o in _by_id(sources) if work[o] == work[sid] and o != source.id):
+        for name in ("authors", "year", "venue", "doi", "publisher", "published", "arxiv_id", "pmid"):
+            if not getattr(source, name) and name not in filled and getattr(other, name):
+                filled[name] = getattr(other, name)
+    return replace(source, **filled) if filled else source  # type: ignore[arg-type]
+
+
 def author_year_labels(sources: dict[str, CitedSource]) -> dict[str, str]:
     """Each source's inline label, made unique across the archive: two works with the same
-    label get 2018a and 2018b (or 'a', 'b' after a label without a year), in id order."""
+    label get 2018a and 2018b (or 'a', 'b' after a label without a year), in id order.
+    Pages of one work (see `works`) share its label."""
+    work = works(sources)
     by_label: dict[str, list[str]] = {}
-    for sid in sorted(sources, key=lambda s: int(s[1:])):
-        by_label.setdefault(reference_label(sources[sid]), []).append(sid)
+    for sid in _by_id(sources):
+        if work[sid] == sid:
+            by_label.setdefault(reference_label(work_source(sid, sources, work)), []).append(sid)
     labels: dict[str, str] = {}
     for label, ids in by_label.items():
         if len(ids) == 1:
@@ -221,7 +267,7 @@ def author_year_labels(sources: dict[str, CitedSource]) -> dict[str, str]:
         for index, sid in enumerate(ids):
             letter = chr(ord("a") + index) if index < 26 else f"-{index + 1}"
             labels[sid] = f"{label}{letter}" if re.search(r"\d{4}$", label) else f"{label}, {letter}"
-    return labels
+    return {sid: labels[work[sid]] for sid in sources}
 
 
 # -- list entries ----------------------------------------------------------------------------------------
@@ -252,10 +298,11 @@ def reference_entry(source: SourceLike, label_suffix: str = "") -> str:
     return " ".join(parts)
 
 
-def _suffix(sid: str, labels: dict[str, str], sources: dict[str, CitedSource]) -> str:
-    base = reference_label(sources[sid])
-    extra = labels[sid][len(base) :]
-    return extra.removeprefix(", ") if extra else ""
+def _entry(sid: str, labels: dict[str, str], sources: dict[str, CitedSource], work: dict[str, str]) -> str:
+    """The list entry of a work, with the letter its label may carry (2018a)."""
+    source = work_source(sid, sources, work)
+    extra = labels[sid][len(reference_label(source)) :]
+    return reference_entry(source, extra.removeprefix(", "))
 
 
 def source_list(sources: dict[str, CitedSource]) -> str:
@@ -294,19 +341,20 @@ def numbered_for_reader(text: str, sources: dict[str, CitedSource]) -> str:
     they are so the check reports them by name."""
     article, _notes = split_notes(_canonical(text))
     body, _ = split_references(article)
-    order = [sid for sid in cited_ids(body) if sid in sources]
+    work = works(sources)
+    order = list(dict.fromkeys(work[sid] for sid in cited_ids(body) if sid in sources))
     number = {sid: index for index, sid in enumerate(order, start=1)}
 
     def renumber(match: re.Match[str]) -> str:
         ids = SOURCE_ID.findall(match.group(1))
-        if not all(sid in number for sid in ids):
+        if not all(sid in sources for sid in ids):
             return match.group(0)
-        return "[" + ", ".join(str(number[sid]) for sid in ids) + "]"
+        return "[" + ", ".join(str(n) for n in dict.fromkeys(number[work[sid]] for sid in ids)) + "]"
 
     body = CITE_GROUP.sub(renumber, body).rstrip() + "\n"
     if order:
         labels = author_year_labels(sources)
-        refs = [f"{number[sid]}. {reference_entry(sources[sid], _suffix(sid, labels, sources))}" for sid in order]
+        refs = [f"{number[sid]}. {_entry(sid, labels, sources, work)}" for sid in order]
         body += "\n## References\n\n" + "\n".join(refs) + "\n"
     return body
 
@@ -323,17 +371,18 @@ def author_year_for_reader(text: str, sources: dict[str, CitedSource]) -> str:
     article, _notes = split_notes(_canonical(text))
     body, _ = split_references(article)
     labels = author_year_labels(sources)
-    used = [sid for sid in cited_ids(body) if sid in sources]
+    work = works(sources)
+    used = list(dict.fromkeys(work[sid] for sid in cited_ids(body) if sid in sources))
 
     def cite(match: re.Match[str]) -> str:
-        ids = list(dict.fromkeys(SOURCE_ID.findall(match.group(1))))
+        ids = SOURCE_ID.findall(match.group(1))
         if not all(sid in sources for sid in ids):
             return match.group(0)
-        return "(" + "; ".join(labels[sid] for sid in ids) + ")"
+        return "(" + "; ".join(dict.fromkeys(labels[sid] for sid in ids)) + ")"
 
     body = CITE_GROUP.sub(cite, body).rstrip() + "\n"
     if used:
-        entries = [reference_entry(sources[sid], _suffix(sid, labels, sources)) for sid in used]
+        entries = [_entry(sid, labels, sources, work) for sid in used]
         body += "\n## References\n\n" + "\n".join(f"- {e}" for e in sorted(entries, key=sort_key)) + "\n"
     return body
 
