@@ -100,7 +100,8 @@ class SearchSettings(_Section):
 
     def problem(self) -> str | None:
         """A combination of keys no single key's type can rule out."""
-        if self.endpoint and not self.provider:
+        if self.endpoint and not self.provider and self.providers:
+            # It names search.provider's address; with a list, it would be unclear whose.
             return "search.endpoint is set but search.provider is empty; use search.endpoints.<provider> instead"
         for name in self.configured():
             if name == "searxng" and not self.endpoint_for(name):

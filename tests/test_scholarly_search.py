@@ -322,7 +322,10 @@ async def test_keyed_provider_without_its_key_is_named_and_skipped(home: Home, s
     [
         ({"providers": ["searxng"]}, "searxng needs the address of an instance: set search.endpoints.searxng"),
         ({"provider": "searxng"}, "searxng needs the address of an instance"),
-        ({"endpoint": "http://127.0.0.1:9"}, "search.endpoint is set but search.provider is empty"),
+        (
+            {"endpoint": "http://127.0.0.1:9", "providers": ["arxiv"]},
+            "search.endpoint is set but search.provider is empty",
+        ),
         ({"providers": ["google_scholar"]}, "search.providers"),
         ({"endpoints": {"arxiv": "ftp://x"}}, "search endpoint for arxiv must be an http(s) URL"),
         ({"min_intervals_s": {"bing": 1.0}}, "search.min_intervals_s"),

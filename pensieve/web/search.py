@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from pensieve.web import scholarly, search_providers
-from pensieve.web.catalog import CATALOG, SEARCH_KEY_ENV, SearchKind
+from pensieve.web.catalog import CATALOG, NCBI_KEY_ENV, S2_KEY_ENV, SEARCH_KEY_ENV, SearchKind
 from pensieve.web.ratelimit import pacer_for
 from pensieve.web.search_providers import Call, Provider, SearchError, SearchResult
 
@@ -83,7 +83,7 @@ async def search_all(
             max_retry_wait_s=settings.max_retry_wait_s,
             key=key,
             key_env=info.key_env,
-            secrets=tuple(environ.get(n, "") for n in (SEARCH_KEY_ENV, "S2_API_KEY", "NCBI_API_KEY") if environ.get(n)),
+            secrets=tuple(environ[n] for n in (SEARCH_KEY_ENV, S2_KEY_ENV, NCBI_KEY_ENV) if environ.get(n)),
         )
         calls.append(provider.run(call, query, settings.max_results_per_query, settings.contact_email or ""))
     answers = await search_providers.gather_settled(calls)

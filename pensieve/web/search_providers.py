@@ -21,7 +21,7 @@ import json
 import re
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -106,7 +106,6 @@ class Call:
     key: str = ""
     key_env: str | None = None
     secrets: tuple[str, ...] = ()
-    requests: int = field(default=0)
 
     def scrub(self, text: str) -> str:
         for secret in (self.key, *self.secrets):
@@ -126,7 +125,6 @@ class Call:
                     "search less often or try again later"
                 )
             await self.pacer.wait_turn(self.interval_s)
-            self.requests += 1
             try:
                 response = await self.client.send(request)
             except httpx.TimeoutException:
