@@ -15,6 +15,7 @@ from tests.conftest import Home
 from tests.fakes.model_server import call, text
 from tests.fakes.scholarly_server import DISKANN, HNSW, PQ, FakeScholarly
 
+NCBI_KEY = "ncbi-canary-9f3b27c1d5"
 P1 = "Hierarchical graphs let a search descend from sparse upper layers to dense lower ones quickly [S1]."
 P2 = "Product quantisation splits vectors into sub-vectors and stores short codes instead of floats [S2]."
 P3 = "Disk-resident graphs index a billion points on one machine with an SSD and modest memory [S3, S1]."
@@ -62,7 +63,8 @@ def script_run(home: Home, fake: FakeScholarly) -> None:
 def test_a_run_with_academic_providers_ends_with_references_in_each_style(
     home: Home, scholarly: FakeScholarly, style: str
 ) -> None:
-    providers = ["searxng", "openalex"]
+    providers = ["searxng", "openalex", "pubmed"]
+    home.monkeypatch.setenv("NCBI_API_KEY", NCBI_KEY)
     home.configure(
         search={
             "providers": providers,
@@ -86,8 +88,9 @@ def test_a_run_with_academic_providers_ends_with_references_in_each_style(
     assert "web_search" in researcher[0].tool_names
     assert 'Pass `kind: "academic"`' in researcher[0].messages[0]["content"]
     papers = researcher[1].last_tool_results[0]
-    assert "openalex" in papers and "searxng" not in papers and "Malkov" in papers
+    assert "openalex" in papers and "pubmed" in papers and "searxng" not in papers and "Malkov" in papers
     assert len(scholarly.of("searxng")) == 1 and len(scholarly.of("openalex")) == 1
+    assert all(hit.params["api_key"] == NCBI_KEY for hit in scholarly.of("pubmed"))
 
     notes = (project / "research_notes.md").read_text()
     assert f"- [S1] {HNSW.title} (Malkov & Yashunin, 2018) - {scholarly.landing(HNSW)}" in notes
@@ -113,4 +116,8 @@ def test_a_run_with_academic_providers_ends_with_references_in_each_style(
     report = home.run("check", pid, "--json")
     assert report.exit_code == 0, report.stdout
     assert json.loads(report.stdout)["files"]["final.md"]["cited_paragraph_share"] == 1.0
+    # The NCBI key went to NCBI only: not into any file, output or model request.
+    leaked = [p for p in home.path.rglob("*") if p.is_file() and NCBI_KEY.encode() in p.read_bytes()]
+    assert leaked == [] and NCBI_KEY not in result.stdout + result.stderr
+    assert all(NCBI_KEY not in json.dumps(r.body) for r in home.model.requests)
     print(f"\n{style}: {len(refs)} references, check ok")
