@@ -89,6 +89,21 @@ class SearchSettings(_Section):
     # Sent to OpenAlex, Crossref and NCBI so they can reach you (their "polite pool").
     contact_email: str | None = None
 
+    @field_validator("min_intervals_s")
+    @classmethod
+    def _non_negative(cls, value: dict[str, float]) -> dict[str, float]:
+        for name, seconds in value.items():
+            if seconds < 0:
+                raise ValueError(f"the interval for {name} must be >= 0 seconds, not {seconds}")
+        return value
+
+    @field_validator("contact_email")
+    @classmethod
+    def _an_address(cls, value: str | None) -> str | None:
+        if value is not None and (value.count("@") != 1 or any(c.isspace() for c in value)):
+            raise ValueError(f"{value!r} is not an email address (providers use it to reach you)")
+        return value
+
     def configured(self) -> list[str]:
         """Every provider to query, `provider` first, each once."""
         return list(dict.fromkeys([*([self.provider] if self.provider else []), *self.providers]))

@@ -329,6 +329,8 @@ async def test_keyed_provider_without_its_key_is_named_and_skipped(home: Home, s
         ({"providers": ["google_scholar"]}, "search.providers"),
         ({"endpoints": {"arxiv": "ftp://x"}}, "search endpoint for arxiv must be an http(s) URL"),
         ({"min_intervals_s": {"bing": 1.0}}, "search.min_intervals_s"),
+        ({"min_intervals_s": {"arxiv": -1.0}}, "the interval for arxiv must be >= 0 seconds"),
+        ({"contact_email": "not an address"}, "is not an email address"),
     ],
 )
 def test_bad_search_config_is_a_usage_error(home: Home, search: dict[str, Any], message: str) -> None:
