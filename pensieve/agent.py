@@ -12,7 +12,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pensieve import prompts
 from pensieve.context import compact
@@ -28,6 +28,10 @@ from pensieve.textcalls import parse_text_tool_calls
 from pensieve.tools import TOOL_NAMES, offered_tools
 from pensieve.tools.projects import document_title
 from pensieve.tools.registry import Tool, ToolContext
+from pensieve.web.catalog import CATALOG
+
+if TYPE_CHECKING:
+    from pensieve.config import Settings
 
 __all__ = ["AgentRun", "StageFailed", "run_agent", "system_prompt", "task_message"]
 
@@ -89,6 +93,10 @@ def has_sources(run: AgentRun) -> bool:
     return bool(search)
 
 
+def academic_configured(settings: Settings) -> bool:
+    return any(CATALOG[name].kind == "academic" for name in settings.search.configured())
+
+
 def _write_by_round(max_rounds: int) -> int:
     """The round by which a first version of the artifact should exist (a quarter in reserve)."""
     return max(1, max_rounds - max(2, max_rounds // 4))
@@ -122,6 +130,7 @@ def system_prompt(run: AgentRun) -> str:
         "tool_caps": caps or "none",
         "sourced": has_sources(run),
         "web_search": "web_search" in names,
+        "academic_search": "web_search" in names and academic_configured(settings),
         "topic_memory": "search_topics" in names,
     }
     common = prompts.render_file("_common.md", variables)

@@ -16,7 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pensieve.errors import UsageError, format_validation_error
 from pensieve.stages import BY_NAME, STAGE_NAMES
 
-SearchProvider = Literal["", "tavily", "serpapi", "brave"]
+SearchProvider = Literal[
+    "", "tavily", "serpapi", "brave", "searxng", "arxiv", "semantic_scholar", "pubmed", "openalex", "crossref"
+]
+ProviderName = Literal[
+    "tavily", "serpapi", "brave", "searxng", "arxiv", "semantic_scholar", "pubmed", "openalex", "crossref"
+]
+ReferenceStyle = Literal["numbered", "author-year"]
 
 
 class _Section(BaseModel):
@@ -62,14 +68,66 @@ class ArticleSettings(_Section):
     # The article and its reviews are written in it (the headings and phrases Pensieve
     # itself reads, such as "## Open questions", stay as the prompts give them).
     language: str = Field(default="English", min_length=1, max_length=40)
+    # numbered: [1] in the text, references in order of first use; author-year:
+    # (Malkov & Yashunin, 2018) in the text, references in alphabetical order.
+    reference_style: ReferenceStyle = "numbered"
 
 
 class SearchSettings(_Section):
     provider: SearchProvider = ""
-    endpoint: str | None = None
-    max_results_per_query: int = Field(default=5, ge=1, le=50)
-    min_interval_s: float = Field(default=1.0, ge=0)
+    # Several at once (web and academic); `provider`, when set, is used too.
+    providers: list[ProviderName] = Field(default_factory=list)
+    endpoint: str | None = None  # replaces `provider`'s base URL
+    endpoints: dict[ProviderName, str] = Field(default_factory=dict)  # per provider
+    max_results_per_query: int = Field(default=5, ge=1, le=50)  # per provider queried
+    min_interval_s: float = Field(default=1.0, ge=0)  # web providers
+    # Per provider; academic providers default to their APIs' published limits.
+    min_intervals_s: dict[ProviderName, float] = Field(default_factory=dict)
     timeout_s: float = Field(default=15.0, gt=0)
+    # A 429 whose Retry-After is at most this long is waited out and retried once.
+    max_retry_wait_s: float = Field(default=5.0, ge=0)
+    # Sent to OpenAlex, Crossref and NCBI so they can reach you (their "polite pool").
+    contact_email: str | None = None
+
+    @field_validator("min_intervals_s")
+    @classmethod
+    def _non_negative(cls, value: dict[str, float]) -> dict[str, float]:
+        for name, seconds in value.items():
+            if seconds < 0:
+                raise ValueError(f"the interval for {name} must be >= 0 seconds, not {seconds}")
+        return value
+
+    @field_validator("contact_email")
+    @classmethod
+    def _an_address(cls, value: str | None) -> str | None:
+        if value is not None and (value.count("@") != 1 or any(c.isspace() for c in value)):
+            raise ValueError(f"{value!r} is not an email address (providers use it to reach you)")
+        return value
+
+    def configured(self) -> list[str]:
+        """Every provider to query, `provider` first, each once."""
+        return list(dict.fromkeys([*([self.provider] if self.provider else []), *self.providers]))
+
+    def endpoint_for(self, name: str) -> str | None:
+        if name in self.endpoints:
+            return self.endpoints[name]
+        return self.endpoint if name == self.provider else None
+
+    def problem(self) -> str | None:
+        """A combination of keys no single key's type can rule out."""
+        if self.endpoint and not self.provider and self.providers:
+            # It names search.provider's address; with a list, it would be unclear whose.
+            return "search.endpoint is set but search.provider is empty; use search.endpoints.<provider> instead"
+        for name in self.configured():
+            if name == "searxng" and not self.endpoint_for(name):
+                return (
+                    "searxng needs the address of an instance: set search.endpoints.searxng "
+                    "(or search.endpoint with search.provider: searxng), e.g. http://localhost:8888"
+                )
+        for name, url in [*self.endpoints.items(), *([("endpoint", self.endpoint)] if self.endpoint else [])]:
+            if not str(url).startswith(("http://", "https://")):
+                return f"search endpoint for {name} must be an http(s) URL, not {url!r}"
+        return None
 
 
 class FetchSettings(_Section):
@@ -279,4 +337,7 @@ def load_settings(
             except ValidationError as exc:
                 problem = format_validation_error(exc, noun="key", limit=1)
                 raise UsageError(f"override {section}.{key}: {problem}") from None
+    search_problem = settings.search.problem()
+    if search_problem:
+        raise UsageError(f"{source}: {search_problem}")
     return settings

@@ -207,7 +207,7 @@ class Runner:
         """The artifact the agent loop accepted, with the row's transform applied."""
         staged = staged_artifact(self.project, stage)
         text = staged.read_text(encoding="utf-8", errors="replace")
-        rewritten = citation_hooks.transform_artifact(self.project, stage, text)
+        rewritten = citation_hooks.transform_artifact(self.project, stage, text, self.settings)
         if rewritten != text:
             atomic_write_text(staged, rewritten)
             if stage.resend_on_failed_check:
