@@ -326,17 +326,11 @@ def _match_entry(line: str, by_url: dict[str, str], entries: list[ArchivedSource
 
 
 def _author_year_labels(project_dir: Path, sources: dict[str, ArchivedSource]) -> dict[str, str]:
-    """label -> source id for an article in author-year style ("(Malkov & Yashunin, 2018)"),
-    when the citation code provides the labels (`author_year_labels`, with the bibliographic
-    metadata); {} otherwise."""
-    from pensieve.citations import references
-
-    labels_of = getattr(references, "author_year_labels", None)
-    if labels_of is None:
-        return {}
+    """label -> source id for an article in author-year style ("(Malkov & Yashunin, 2018)")."""
     from pensieve.citations.cited_sources import load_sources
+    from pensieve.citations.references import author_year_labels
 
-    labels = labels_of(load_sources(project_dir))
+    labels = author_year_labels(load_sources(project_dir))
     return {clean_text(label): sid for sid, label in labels.items() if sid in sources and clean_text(label)}
 
 

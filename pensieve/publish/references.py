@@ -104,8 +104,9 @@ class ReferenceParts:
 def reference_parts(source: Any) -> ReferenceParts:
     """The reference entry for an archived source (ArchivedSource or anything shaped like it).
 
-    With the bibliographic metadata merged, `label` becomes
-    `pensieve.citations.references.reference_label(source)`: the one line to change."""
+    The label is the citation code's `reference_label` (authors + year, else publication + year,
+    ... else the site), so an exported reference and the article's own list name a source alike."""
+    from pensieve.citations.references import reference_label
     url = clean_text(getattr(source, "final_url", "") or getattr(source, "url", ""))
     site = site_of(url)
     authors = _names(getattr(source, "authors", ()))
@@ -113,7 +114,7 @@ def reference_parts(source: Any) -> ReferenceParts:
     fetched_at = clean_text(getattr(source, "fetched_at", ""))
     year = clean_text(getattr(source, "year", "") or "")
     return ReferenceParts(
-        label=_authors_label(authors) or publisher or site,
+        label=clean_text(reference_label(source)) or _authors_label(authors) or publisher or site,
         authors=authors,
         title=clean_text(getattr(source, "title", "")) or "(untitled)",
         site=site,
