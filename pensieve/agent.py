@@ -53,7 +53,7 @@ class AgentRun:
 def _filename(arguments: str) -> str:
     try:
         data = json.loads(arguments)
-    except (json.JSONDecodeError, TypeError):
+    except (json.JSONDecodeError, TypeError, RecursionError):
         return ""
     return str(data.get("filename", "")) if isinstance(data, dict) else ""
 
@@ -61,12 +61,15 @@ def _filename(arguments: str) -> str:
 def _summary(arguments: str, limit: int = 120) -> str:
     try:
         data = json.loads(arguments)
-    except (json.JSONDecodeError, TypeError):
+    except (json.JSONDecodeError, TypeError, RecursionError):
         return arguments[:limit]
     if isinstance(data, dict):
         parts = []
         for key, value in data.items():
-            text = value if isinstance(value, str) else json.dumps(value)
+            try:
+                text = value if isinstance(value, str) else json.dumps(value)
+            except (RecursionError, ValueError):
+                text = "<nested too deeply>"
             text = " ".join(str(text).split())
             parts.append(f"{key}={text[:60]!r}" if key != "content" else f"content=<{len(str(value))} chars>")
         return ", ".join(parts)[:limit]

@@ -220,13 +220,21 @@ def status(
 ) -> None:
     """Per stage: status, times, duration, model calls, tokens, cost and errors."""
 
-    def action() -> tuple[Project, Status]:
+    def action() -> tuple[Project, Status, dict[str, str]]:
+        from pensieve.staleness import demote_missing
         from pensieve.status import load_status
 
         project = workspace_of(workspace).existing_project(project_id)
-        return project, load_status(project.status_path)
+        doc = load_status(project.status_path)
+        # Shown as the next run will see it (not saved: `status` changes nothing).
+        return project, doc, demote_missing(project, doc)
 
-    project, doc = guarded(action)
+    project, doc, missing = guarded(action)
+    for name, artifact in missing.items():
+        err.print(
+            f"note: {artifact} is missing, so {name} is pending again; `pensieve run {project.id}` runs it again",
+            markup=False,
+        )
     if as_json:
         print_json(doc.model_dump(mode="json"))
         return

@@ -240,6 +240,8 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise UsageError(f"{path}: bad YAML{where}: {problem}") from None
+    except RecursionError:
+        raise UsageError(f"{path}: bad YAML: nested too deeply; a config file is a few levels of sections") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -263,6 +265,8 @@ def load_settings(
         settings = Settings.model_validate(data)
     except ValidationError as exc:
         raise UsageError(f"{source}: {format_validation_error(exc, noun='key', limit=1)}") from None
+    except RecursionError:
+        raise UsageError(f"{source}: nested too deeply; a config file is a few levels of sections") from None
     layered: dict[str, dict[str, Any]] = {}
     for var, (section, key, _kind) in _ENV_OVERRIDES.items():
         if env.get(var):

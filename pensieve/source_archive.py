@@ -83,7 +83,7 @@ class SourceArchive:
                 data = json.loads(index.read_text(encoding="utf-8"))
                 loaded = (ArchivedSource(**{**item, "also": tuple(item.get("also") or ())}) for item in data["sources"])
                 return sorted(loaded, key=lambda s: s.number)
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 pass  # damaged by hand: fall back to the files, which carry the same fields
         return self._scan()
 

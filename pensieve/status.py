@@ -66,6 +66,9 @@ class StageStatus(BaseModel):
     artifact_sha256: str | None = None
     # sha256 of each input file when the stage last started: a later edit makes it stale.
     inputs: dict[str, str] = Field(default_factory=dict)
+    # Committed, but its citation check has not run yet: a crash in between is finished
+    # by the next run's recovery like the commit itself.
+    check_pending: bool = False
 
     @property
     def duration_s(self) -> float | None:
@@ -120,6 +123,8 @@ def load_status(path: Path, *, keep_copy: bool = True) -> Status:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         problem = f"is not valid JSON ({exc.__class__.__name__}: {exc})" if raw.strip() else "is empty"
         data = None
+    except RecursionError:
+        problem, data = "is nested too deeply to be a status file", None
     if problem is None:
         version = data.get("schema_version") if isinstance(data, dict) else None
         if version != SCHEMA_VERSION:
@@ -129,6 +134,8 @@ def load_status(path: Path, *, keep_copy: bool = True) -> Status:
             status = Status.model_validate(data)
         except ValidationError as exc:
             problem = f"does not match the status schema at {format_validation_error(exc, noun='field', limit=1)}"
+        except RecursionError:
+            problem = "is nested too deeply to be a status file"
         else:
             for name in STAGE_NAMES:
                 status.stages.setdefault(name, StageStatus())

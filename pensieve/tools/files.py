@@ -25,6 +25,11 @@ from pensieve.workspace import (
 
 MAX_READ_CHARS = 200_000  # per call; an archived page (sources/) gets fetch.max_chars, as fetch_url does
 MAX_WRITE_CHARS = 1_000_000
+# A name the file system cannot hold is refused before it is used: no component longer
+# than NAME_MAX bytes, no path nested deeper than MAX_DEPTH or longer than MAX_PATH_BYTES.
+NAME_MAX = 255
+MAX_DEPTH = 16
+MAX_PATH_BYTES = 1024
 
 
 def staged_path(ctx: ToolContext, name: str) -> Path:
@@ -52,6 +57,13 @@ def check_relative_name(filename: str) -> PurePosixPath:
     parts = [p for p in path.parts if p != "."]
     if not parts:
         raise ToolError(f"{filename!r} is not a file name")
+    if len(parts) > MAX_DEPTH:
+        raise ToolError(f"the path is {len(parts)} levels deep; at most {MAX_DEPTH} are allowed")
+    if len(filename.encode("utf-8", "replace")) > MAX_PATH_BYTES:
+        raise ToolError(f"the path is longer than {MAX_PATH_BYTES} bytes; use a shorter name")
+    for part in parts:
+        if len(part.encode("utf-8", "replace")) > NAME_MAX:
+            raise ToolError(f"a name in the path is longer than {NAME_MAX} bytes; use a shorter name")
     clean = PurePosixPath(*parts)
     if clean.name in RESERVED or parts[0] in RESERVED or parts[0] in RESERVED_DIRS or clean.name.startswith(TMP_PREFIX):
         raise ToolError(f"{filename!r} is reserved for Pensieve and cannot be read or written by agents")
