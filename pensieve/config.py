@@ -20,7 +20,8 @@ SearchProvider = Literal["", "tavily", "serpapi", "brave"]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, validate_assignment=True)
+    # allow_inf_nan=False: `.nan` or `.inf` in YAML is no temperature, timeout or budget.
+    model_config = ConfigDict(extra="forbid", strict=True, validate_assignment=True, allow_inf_nan=False)
 
 
 class LLMSettings(_Section):
@@ -250,6 +251,31 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return {key: ({} if value is None else value) for key, value in data.items()}
 
 
+class _SettingsForChecking(Settings):
+    """Settings without the tool catalog's limits: checking a config that has no `limits:`
+    section must not import every tool (httpx, the web code) into `pensieve list`."""
+
+    limits: dict[str, int] = Field(default_factory=dict)
+
+    @field_validator("limits")
+    @classmethod
+    def _known_tools(cls, value: dict[str, int]) -> dict[str, int]:
+        return value
+
+
+def check_config(home: Path | None = None, environ: dict[str, str] | None = None) -> None:
+    """Validate the configuration as `load_settings` would (raises the same UsageError),
+    cheaply: every command calls it, `list` included. Nothing to read: nothing to check."""
+    env = dict(os.environ if environ is None else environ)
+    home = home or pensieve_home(env)
+    path = config_path(home, env)
+    if path is None and not any(env.get(var) for var in _ENV_OVERRIDES):
+        return
+    # Tool names in `limits:` can only be checked against the catalog itself.
+    data = _read_yaml(path) if path else {}
+    _build(Settings if "limits" in data else _SettingsForChecking, path, data, env, None)
+
+
 def load_settings(
     home: Path | None = None,
     environ: dict[str, str] | None = None,
@@ -260,9 +286,19 @@ def load_settings(
     home = home or pensieve_home(env)
     path = config_path(home, env)
     data: dict[str, Any] = _read_yaml(path) if path else {}
+    return _build(Settings, path, data, env, overrides)
+
+
+def _build(
+    cls: type[Settings],
+    path: Path | None,
+    data: dict[str, Any],
+    env: dict[str, str],
+    overrides: dict[str, dict[str, Any]] | None,
+) -> Settings:
     source = str(path) if path else "built-in defaults"
     try:
-        settings = Settings.model_validate(data)
+        settings = cls.model_validate(data)
     except ValidationError as exc:
         raise UsageError(f"{source}: {format_validation_error(exc, noun='key', limit=1)}") from None
     except RecursionError:

@@ -17,7 +17,7 @@ from pensieve.clock import backup_stamp, now_iso, parse_iso
 from pensieve.errors import CorruptState, format_validation_error
 from pensieve.hashing import sha256_of
 from pensieve.stages import STAGE_NAMES
-from pensieve.workspace import Project, atomic_copy, atomic_write_text
+from pensieve.workspace import Project, atomic_copy, atomic_write_text, read_file_nofollow
 
 SCHEMA_VERSION = 1
 
@@ -114,9 +114,12 @@ class Status(BaseModel):
 def load_status(path: Path, *, keep_copy: bool = True) -> Status:
     """Read status.json, refusing (never resetting) anything unreadable."""
     try:
-        raw = path.read_bytes()
+        raw = read_file_nofollow(path)
     except FileNotFoundError:
         raise CorruptState(f"{path} is missing; the project directory is incomplete") from None
+    except OSError as exc:
+        # A link (ELOOP), a directory, a file we may not read: refused, never followed or reset.
+        raise CorruptState(f"{path} cannot be read ({exc.strerror}); it must be a regular file") from None
     problem: str | None = None
     try:
         data = json.loads(raw.decode("utf-8"))
