@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from pensieve.errors import ProjectBusy, UsageError
+from pensieve.redact import scrub_secret_bytes
 
 TMP_PREFIX = ".tmp-"
 STATUS_FILE = "status.json"
@@ -123,6 +124,8 @@ def _replacing(path: Path) -> Iterator[tuple[BinaryIO, str]]:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Every file Pensieve writes goes through here: configured secrets are scrubbed first."""
+    data = scrub_secret_bytes(data)
     with _replacing(path) as (handle, _tmp):
         handle.write(data)
 

@@ -194,12 +194,15 @@ async def _fetch_and_archive(ctx: ToolContext, url: str, need_raw: bool) -> _Pag
         raise _failed(ctx, url, f"{response.final_url} answered HTTP {response.status}")
     state.refetched.add(key)
 
-    # Extraction is CPU work (lxml); a thread keeps the other stages' calls moving.
-    extracted = await asyncio.to_thread(
-        extract, response.body, response.media_type, response.charset, response.final_url
-    )
-    title = sanitize(extracted.title)[:300]
-    text = sanitize(extracted.text)
+    # Extraction and sanitising are CPU work (lxml, regexes over megabytes): a thread keeps
+    # the event loop (the other stages' calls, the deadlines) moving.
+    try:
+        title, text = await asyncio.to_thread(
+            _extract_clean, response.body, response.media_type, response.charset, response.final_url
+        )
+    except (ValueError, TypeError, LookupError, RecursionError, MemoryError) as exc:
+        # The page's own markup or encoding defeated the extractor: the page's problem.
+        raise _failed(ctx, url, f"its content could not be read ({type(exc).__name__})") from None
     cut_note = ""
     if response.truncated:
         cut_note = f"[page larger than {fetch.max_bytes:,} bytes (fetch.max_bytes): only the start was read]"
@@ -226,6 +229,11 @@ async def _fetch_and_archive(ctx: ToolContext, url: str, need_raw: bool) -> _Pag
     )
     raw = decode(response.body, response.charset) if need_raw else ""
     return _Page(source, title, text, raw, cut_note, False)
+
+
+def _extract_clean(body: bytes, media_type: str, charset: str | None, url: str) -> tuple[str, str]:
+    extracted = extract(body, media_type, charset, url)
+    return sanitize(extracted.title)[:300], sanitize(extracted.text)
 
 
 def _failed(ctx: ToolContext, url: str, reason: str) -> ToolError:
