@@ -81,6 +81,9 @@ class FetchSettings(_Section):
     max_redirects: int = Field(default=5, ge=0, le=20)
     # Extra certificate authorities (PEM) trusted for HTTPS fetches, beside the usual ones.
     ca_file: str | None = None
+    # known: fetch_url fetches only URLs from search results, the brief, topic files, links
+    # on pages already fetched and the source archive (pensieve.web.url_policy); any: all.
+    url_policy: Literal["known", "any"] = "known"
 
     @field_validator("ca_file")
     @classmethod

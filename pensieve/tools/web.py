@@ -29,6 +29,8 @@ from pensieve.web.guard import GuardError, refusal
 from pensieve.web.ratelimit import SEARCH_PACER
 from pensieve.web.robots import RobotsCache, RobotsRefusal
 from pensieve.web.search_providers import PROVIDERS, SearchError, search
+from pensieve.web.url_policy import KnownUrls, links_in_page, urls_in_text
+from pensieve.workspace import read_file_nofollow
 
 if TYPE_CHECKING:
     from pensieve.config import Settings
@@ -53,6 +55,7 @@ class WebState:
     robots: RobotsCache
     search_client: httpx.AsyncClient
     refetched: set[str] = field(default_factory=set)  # URLs fetched anew in this run (--force)
+    known: KnownUrls = field(default_factory=KnownUrls)  # what fetch_url may fetch (fetch.url_policy)
 
     @classmethod
     def open(cls, settings: Settings) -> WebState:
@@ -139,6 +142,7 @@ async def web_search(ctx: ToolContext, query: str) -> str:
         results=len(results),
         duration_s=round(time.monotonic() - started, 3),
     )
+    state.known.add_trusted([r.url for r in results])
     items = [
         {
             "title": sanitize(r.title)[:300],
@@ -227,6 +231,8 @@ async def _fetch_and_archive(ctx: ToolContext, url: str, need_raw: bool) -> _Pag
         from_archive=False,
         duration_s=round(time.monotonic() - started, 3),
     )
+    if response.media_type != "text/plain":
+        state.known.add_links(links_in_page(response.body, response.final_url))
     raw = decode(response.body, response.charset) if need_raw else ""
     return _Page(source, title, text, raw, cut_note, False)
 
@@ -234,6 +240,41 @@ async def _fetch_and_archive(ctx: ToolContext, url: str, need_raw: bool) -> _Pag
 def _extract_clean(body: bytes, media_type: str, charset: str | None, url: str) -> tuple[str, str]:
     extracted = extract(body, media_type, charset, url)
     return sanitize(extracted.title)[:300], sanitize(extracted.text)
+
+
+def known_urls(ctx: ToolContext) -> KnownUrls:
+    """The run's known URLs; the brief, the topic files and the archive are read once."""
+    known = web_state(ctx).known
+    if not known.loaded:
+        known.loaded = True
+        project = ctx.project
+        known.add_trusted(urls_in_text(project.read_brief()))
+        known.add_trusted(urls_in_text(_topic_texts(ctx)))
+        archive = SourceArchive(project.dir)
+        for source in archive.entries():
+            known.add_trusted([source.url, source.final_url, *source.also])
+            raw = archive.raw(source)
+            if raw is not None and not source.raw_file.endswith(".txt"):
+                known.add_links(links_in_page(raw, source.final_url))
+    return known
+
+
+def _topic_texts(ctx: ToolContext, max_bytes: int = 2_000_000) -> str:
+    """The workspace's topic files as one text (links are never followed; bounded)."""
+    from pensieve.topics.library import topic_files
+
+    parts: list[str] = []
+    total = 0
+    for path in topic_files(ctx.project.workspace):
+        try:
+            data = read_file_nofollow(path, max_bytes - total)
+        except OSError:
+            continue
+        parts.append(data.decode("utf-8", errors="replace"))
+        total += len(data)
+        if total >= max_bytes:
+            break
+    return "\n".join(parts)
 
 
 def _failed(ctx: ToolContext, url: str, reason: str) -> ToolError:
@@ -256,6 +297,11 @@ async def fetch_url(ctx: ToolContext, url: str, mode: Literal["text", "raw", "su
     url = url.strip()
     if not url:
         raise ToolError("url is empty")
+    if ctx.settings.fetch.url_policy == "known":
+        refusal = known_urls(ctx).refusal(url)
+        if refusal:
+            ctx.events.emit(EventKind.FETCH, ctx.stage.name, url=url, error="refused by fetch.url_policy")
+            raise ToolError(refusal)
     page = await _fetch_and_archive(ctx, url, need_raw=mode == "raw")
     max_chars = ctx.settings.fetch.max_chars
     source = page.source
