@@ -165,5 +165,9 @@ class BoundedDecoder:
                 break
             self._produced[index] += len(out)
             yield from self._push(index + 1, out)
-            if self.truncated:
+            if self._stopped():
                 return
+
+    def _stopped(self) -> bool:
+        """Whether an inner layer reached the cap (a method: set while the generator ran)."""
+        return self.truncated
