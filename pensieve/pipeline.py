@@ -395,6 +395,7 @@ def run_project(
     env = dict(os.environ if environ is None else environ)
     selected = preflight(project, settings, options, env)
     with project.run_lock():
+        project.refuse_links()  # again under the lock: nothing Pensieve writes may be a link
         runner = Runner(project, settings, options, reporter, env)
         return asyncio.run(runner.run(selected))
 

@@ -25,7 +25,7 @@ from pensieve.tools.registry import ToolContext, ToolError, tool
 from pensieve.untrusted import cap, sanitize, wrap
 from pensieve.web.extract import decode, extract
 from pensieve.web.fetcher import Fetcher, FetchError
-from pensieve.web.guard import GuardError, refusal
+from pensieve.web.guard import GuardError, refusal, split_url
 from pensieve.web.ratelimit import SEARCH_PACER
 from pensieve.web.robots import RobotsCache, RobotsRefusal
 from pensieve.web.search_providers import PROVIDERS, SearchError, search
@@ -278,7 +278,8 @@ def _topic_texts(ctx: ToolContext, max_bytes: int = 2_000_000) -> str:
 
 
 def _failed(ctx: ToolContext, url: str, reason: str) -> ToolError:
-    message = f"could not fetch {url}: {reason}"
+    shown = url if len(url) <= 300 else f"{url[:300]}..."
+    message = f"could not fetch {shown}: {reason}"
     ctx.events.emit(EventKind.FETCH, ctx.stage.name, url=url, error=reason)
     return ToolError(message)
 
@@ -297,6 +298,10 @@ async def fetch_url(ctx: ToolContext, url: str, mode: Literal["text", "raw", "su
     url = url.strip()
     if not url:
         raise ToolError("url is empty")
+    try:
+        split_url(url)  # a URL that cannot even be parsed is refused before anything uses it
+    except GuardError as exc:
+        raise _failed(ctx, url, str(exc)) from None
     if ctx.settings.fetch.url_policy == "known":
         refusal = known_urls(ctx).refusal(url)
         if refusal:

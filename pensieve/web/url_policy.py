@@ -89,17 +89,18 @@ class KnownUrls:
     def refusal(self, url: str) -> str | None:
         """Why url may not be fetched, or None."""
         key = _key(url)
+        shown = url if len(url) <= 200 else f"{url[:200]}..."
         if key is not None and key in self.trusted:
             return None
         if key is not None and key in self.linked:
             if opaque_query(url):
                 return (
-                    f"{url} is refused: its query string is long or carries an opaque token "
+                    f"{shown} is refused: its query string is long or carries an opaque token "
                     "(fetch.url_policy: known); use the page's address without it, or search for it"
                 )
             return None
         return (
-            f"{url} is not a known URL: fetch_url fetches only URLs from web_search results, the brief, "
+            f"{shown} is not a known URL: fetch_url fetches only URLs from web_search results, the brief, "
             "topic files, links on pages already fetched, and the source archive (fetch.url_policy: known). "
             "Search first with web_search, then fetch a result's url"
         )
