@@ -10,6 +10,7 @@ paid for twice.
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 from dataclasses import asdict, dataclass
@@ -40,6 +41,11 @@ def staged_artifact(project: Project, stage: Stage) -> Path:
 
 
 def clear_staging(project: Project, stage: Stage) -> None:
+    # Never through a link: rmtree below a linked .staging would delete outside the project.
+    if project.staging_dir.is_symlink() or staging_dir(project, stage).is_symlink():
+        raise OSError(
+            errno.ELOOP, "is a symbolic link; Pensieve does not delete through links", str(project.staging_dir)
+        )
     shutil.rmtree(staging_dir(project, stage), ignore_errors=True)
 
 

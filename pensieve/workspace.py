@@ -82,10 +82,22 @@ def find_link(root: Path, max_entries: int = 200_000) -> Path | None:
     return None
 
 
-def _refuse_linked_parent(directory: Path) -> None:
-    """A write never goes through a linked directory (`sources/`, `.staging/`, `history/`...)."""
-    if directory.is_symlink():
-        raise OSError(errno.ELOOP, "is a symbolic link; Pensieve does not write through links", str(directory))
+def _refuse_linked_parent(directory: Path, max_levels: int = 12) -> None:
+    """A write never goes through a linked directory (`sources/`, `.staging/`, `history/`...):
+    inside a project (a directory with status.json above), no directory between the file
+    and the project's own may be a link; elsewhere, the file's own directory may not be."""
+    chain: list[Path] = []
+    inside_project = False
+    for candidate in [directory, *directory.parents][:max_levels]:
+        chain.append(candidate)
+        if os.path.lexists(candidate / STATUS_FILE):
+            inside_project = True
+            break
+    if not inside_project:
+        chain = [directory]
+    for candidate in chain:
+        if candidate.is_symlink():
+            raise OSError(errno.ELOOP, "is a symbolic link; Pensieve does not write through links", str(candidate))
 
 
 def fsync_dir(path: Path) -> None:

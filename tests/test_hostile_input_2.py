@@ -300,6 +300,39 @@ def test_low_level_writes_refuse_links(tmp_path: Path) -> None:
     assert (outside / "f").read_text() == "keep" and list(outside.iterdir()) == [outside / "f"]
 
 
+def test_no_write_or_delete_goes_through_a_linked_directory_deeper_in_a_project(tmp_path: Path) -> None:
+    from pensieve.commit import clear_staging
+    from pensieve.workspace import atomic_write_text
+
+    outside = tmp_path / "outside"
+    (outside / "refiner").mkdir(parents=True)
+    (outside / "refiner" / "keep.md").write_text("keep")
+    workspace = Workspace(tmp_path / "home", "default")
+    project = workspace.project("p")
+    project.dir.mkdir(parents=True)
+    (project.dir / "status.json").write_text("{}")
+    (project.dir / ".staging").symlink_to(outside, target_is_directory=True)
+    (project.dir / "sources").mkdir()
+    (project.dir / "sources" / "raw").symlink_to(outside, target_is_directory=True)
+    for target in (".staging/refiner/topic_brief.md", ".staging/new/deeper/x.md", "sources/raw/S1.html"):
+        with pytest.raises(OSError):
+            atomic_write_text(project.dir / target, "x")
+    with pytest.raises(OSError):
+        clear_staging(project, BY_NAME["refiner"])
+    assert sorted(p.name for p in outside.rglob("*")) == ["keep.md", "refiner"]
+
+
+def test_a_linked_topic_file_is_skipped_with_a_warning(home: Home, tmp_path: Path) -> None:
+    topics = home.path / "workspaces" / "default" / "topics"
+    topics.mkdir(parents=True)
+    secret = tmp_path / "secret.md"
+    secret.write_text("---\ntitle: Someone else's notes\n---\nprivate\n")
+    (topics / "linked.md").symlink_to(secret)
+    result = home.run("topics", "list", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout) == []
+    assert "symbolic link" in result.stderr
+
+
 # --------------------------------------------------------------------------------------
 # 4 and 5. Recovery finishes the citation check; a missing artifact runs again.
 
@@ -585,7 +618,7 @@ async def test_fetch_url_refuses_a_url_the_agent_made_up(web_home: Home, site: F
 async def test_urls_from_the_brief_topics_and_page_links_are_known(web_home: Home, site: FakeSite) -> None:
     pid = web_home.new(f"Write about HNSW; start from {site.url('/article')}.")
     topics = web_home.path / "workspaces" / "default" / "topics"
-    topics.mkdir(parents=True)
+    (topics / "fixture-site.md").unlink()  # only this test's channels make URLs known
     (topics / "t.md").write_text(f"---\ntitle: T\nsources: [{site.url('/second')}]\n---\nbody\n")
     async with tool_context(web_home, pid) as ctx:
         assert "Source S1" in await fetch_url.function(ctx, url=site.url("/article"))
@@ -597,6 +630,7 @@ async def test_urls_from_the_brief_topics_and_page_links_are_known(web_home: Hom
         known.add_links([smuggled])  # even as a link on a page, an opaque query is refused
         assert "opaque" in str(known.refusal(smuggled))
         assert known.refusal("http://attacker.example/?data=brief") is not None
+        assert known.refusal(site.url("/chain/2")) is not None  # named nowhere
 
 
 def test_the_url_policy_any_fetches_every_url(web_home: Home, site: FakeSite) -> None:
