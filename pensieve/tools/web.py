@@ -317,7 +317,9 @@ async def fetch_url(ctx: ToolContext, url: str, mode: Literal["text", "raw", "su
     notes = f"\n{page.cut_note}" if page.cut_note else ""
 
     if mode == "raw":
-        body = cap(sanitize(page.raw, collapse_whitespace=False), max_chars)
+        # Up to fetch.max_bytes of markup: sanitised off the event loop.
+        clean = await asyncio.to_thread(sanitize, page.raw, collapse_whitespace=False)
+        body = cap(clean, max_chars)
         return f"{header}\n{wrap(source.final_url, body + notes)}"
     if not page.text.strip():
         return f"{header}\nThe page has no readable text{' (' + page.cut_note + ')' if page.cut_note else ''}."
