@@ -26,6 +26,7 @@ from pensieve.source_archive import SourceArchive
 from pensieve.stages import Artifact
 from pensieve.textcalls import parse_text_tool_calls
 from pensieve.tools import TOOL_NAMES, offered_tools
+from pensieve.tools.files import MAX_WRITE_CHARS
 from pensieve.tools.projects import document_title
 from pensieve.tools.registry import Tool, ToolContext
 from pensieve.web.catalog import CATALOG
@@ -57,7 +58,7 @@ class AgentRun:
 def _filename(arguments: str) -> str:
     try:
         data = json.loads(arguments)
-    except (json.JSONDecodeError, TypeError):
+    except (json.JSONDecodeError, TypeError, RecursionError):
         return ""
     return str(data.get("filename", "")) if isinstance(data, dict) else ""
 
@@ -65,12 +66,15 @@ def _filename(arguments: str) -> str:
 def _summary(arguments: str, limit: int = 120) -> str:
     try:
         data = json.loads(arguments)
-    except (json.JSONDecodeError, TypeError):
+    except (json.JSONDecodeError, TypeError, RecursionError):
         return arguments[:limit]
     if isinstance(data, dict):
         parts = []
         for key, value in data.items():
-            text = value if isinstance(value, str) else json.dumps(value)
+            try:
+                text = value if isinstance(value, str) else json.dumps(value)
+            except (RecursionError, ValueError):
+                text = "<nested too deeply>"
             text = " ".join(str(text).split())
             parts.append(f"{key}={text[:60]!r}" if key != "content" else f"content=<{len(str(value))} chars>")
         return ", ".join(parts)[:limit]
@@ -188,11 +192,12 @@ async def run_agent(run: AgentRun) -> str:
                 messages.append(_assistant_message(reply.text, calls))
                 messages.extend(await _run_tools(run, box, calls))
                 continue
-            follow_up = finisher.review(reply.text, cut_off=reply.finish_reason == "length")
+            text = _capped_final(run, reply.text)
+            follow_up = finisher.review(text, cut_off=reply.finish_reason == "length")
             if follow_up is None:
-                return reply.text
+                return text
             run.ctx.events.emit(EventKind.REPAIR, stage, reason=finisher.asked[-1], message=follow_up)
-            messages.append({"role": "assistant", "content": reply.text or ""})
+            messages.append({"role": "assistant", "content": text or ""})
             messages.append({"role": "user", "content": follow_up})
         reason = (
             f"{stage} reached llm.max_rounds ({rounds}) without finishing; "
@@ -224,6 +229,19 @@ def _calls_in_text(run: AgentRun, box: ToolBox, reply: LLMReply) -> list[ToolCal
         run.text_tool_calls += len(calls)
         run.ctx.events.emit(EventKind.TEXT_TOOL_CALLS, run.ctx.stage.name, tools=[c.name for c in calls])
     return calls
+
+
+def _capped_final(run: AgentRun, text: str) -> str:
+    """A final message is cut at what write_project_file accepts (it may become the
+    artifact); the cut is said in the run's events."""
+    if len(text) <= MAX_WRITE_CHARS:
+        return text
+    run.ctx.events.emit(
+        EventKind.NOTE,
+        run.ctx.stage.name,
+        message=f"the model's final message of {len(text):,} characters was cut to {MAX_WRITE_CHARS:,}",
+    )
+    return text[:MAX_WRITE_CHARS]
 
 
 def _last_rounds_warning(run: AgentRun) -> str:

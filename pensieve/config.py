@@ -26,7 +26,8 @@ ReferenceStyle = Literal["numbered", "author-year"]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, validate_assignment=True)
+    # allow_inf_nan=False: `.nan` or `.inf` in YAML is no temperature, timeout or budget.
+    model_config = ConfigDict(extra="forbid", strict=True, validate_assignment=True, allow_inf_nan=False)
 
 
 class LLMSettings(_Section):
@@ -138,6 +139,9 @@ class FetchSettings(_Section):
     max_redirects: int = Field(default=5, ge=0, le=20)
     # Extra certificate authorities (PEM) trusted for HTTPS fetches, beside the usual ones.
     ca_file: str | None = None
+    # known: fetch_url fetches only URLs from search results, the brief, topic files, links
+    # on pages already fetched and the source archive (pensieve.web.url_policy); any: all.
+    url_policy: Literal["known", "any"] = "known"
 
     @field_validator("ca_file")
     @classmethod
@@ -298,12 +302,39 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise UsageError(f"{path}: bad YAML{where}: {problem}") from None
+    except RecursionError:
+        raise UsageError(f"{path}: bad YAML: nested too deeply; a config file is a few levels of sections") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise UsageError(f"{path}: the top level must be a mapping of sections (llm:, search:, ...)")
     # A section whose keys are all commented out parses as null: treat it as empty.
     return {key: ({} if value is None else value) for key, value in data.items()}
+
+
+class _SettingsForChecking(Settings):
+    """Settings without the tool catalog's limits: checking a config that has no `limits:`
+    section must not import every tool (httpx, the web code) into `pensieve list`."""
+
+    limits: dict[str, int] = Field(default_factory=dict)
+
+    @field_validator("limits")
+    @classmethod
+    def _known_tools(cls, value: dict[str, int]) -> dict[str, int]:
+        return value
+
+
+def check_config(home: Path | None = None, environ: dict[str, str] | None = None) -> None:
+    """Validate the configuration as `load_settings` would (raises the same UsageError),
+    cheaply: every command calls it, `list` included. Nothing to read: nothing to check."""
+    env = dict(os.environ if environ is None else environ)
+    home = home or pensieve_home(env)
+    path = config_path(home, env)
+    if path is None and not any(env.get(var) for var in _ENV_OVERRIDES):
+        return
+    # Tool names in `limits:` can only be checked against the catalog itself.
+    data = _read_yaml(path) if path else {}
+    _build(Settings if "limits" in data else _SettingsForChecking, path, data, env, None)
 
 
 def load_settings(
@@ -316,11 +347,23 @@ def load_settings(
     home = home or pensieve_home(env)
     path = config_path(home, env)
     data: dict[str, Any] = _read_yaml(path) if path else {}
+    return _build(Settings, path, data, env, overrides)
+
+
+def _build(
+    cls: type[Settings],
+    path: Path | None,
+    data: dict[str, Any],
+    env: dict[str, str],
+    overrides: dict[str, dict[str, Any]] | None,
+) -> Settings:
     source = str(path) if path else "built-in defaults"
     try:
-        settings = Settings.model_validate(data)
+        settings = cls.model_validate(data)
     except ValidationError as exc:
         raise UsageError(f"{source}: {format_validation_error(exc, noun='key', limit=1)}") from None
+    except RecursionError:
+        raise UsageError(f"{source}: nested too deeply; a config file is a few levels of sections") from None
     layered: dict[str, dict[str, Any]] = {}
     for var, (section, key, _kind) in _ENV_OVERRIDES.items():
         if env.get(var):

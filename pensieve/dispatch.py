@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import json
 import time
+import zlib
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from pensieve.errors import format_validation_error
+from pensieve.errors import StageFailed, format_validation_error
 from pensieve.redact import scrub
 from pensieve.tools.registry import Tool, ToolContext, ToolError, render_result
 
@@ -30,13 +32,17 @@ def _raw_repeat_key(name: str, raw_arguments: str) -> str:
     spacing aside), anything else as written."""
     try:
         arguments = json.loads(raw_arguments) if raw_arguments.strip() else {}
-    except json.JSONDecodeError:
+        return f"{name}:{json.dumps(arguments, sort_keys=True, ensure_ascii=False)}"
+    except (json.JSONDecodeError, RecursionError):
         return f"{name}:raw:{raw_arguments.strip()}"
-    return f"{name}:{json.dumps(arguments, sort_keys=True, ensure_ascii=False)}"
 
 
 class LoopDetected(Exception):
     """The agent kept making the same call: the stage ends with this reason."""
+
+
+class ToolCrashed(StageFailed):
+    """A bug in a tool's own code: the stage fails with the reason (the run goes on)."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,8 @@ class ToolBox:
             arguments = json.loads(raw_arguments) if raw_arguments.strip() else {}
         except json.JSONDecodeError as exc:
             return self._error(f"arguments for {name} are not valid JSON ({exc.msg}); schema: {schema}", started)
+        except RecursionError:
+            return self._error(f"arguments for {name} are nested too deeply; schema: {schema}", started)
         if not isinstance(arguments, dict):
             kind = type(arguments).__name__
             return self._error(f"arguments for {name} must be a JSON object, not {kind}; schema: {schema}", started)
@@ -105,6 +113,8 @@ class ToolBox:
         except ValidationError as exc:
             problem = format_validation_error(exc)
             return self._error(f"invalid arguments for {name}: {problem}; schema: {schema}", started)
+        except RecursionError:
+            return self._error(f"arguments for {name} are nested too deeply; schema: {schema}", started)
 
         cap = self.limits.get(name)
         if cap is not None and self.calls[name] >= cap:
@@ -118,4 +128,31 @@ class ToolBox:
             result = await found.function(self.ctx, **values)
         except ToolError as exc:
             return self._error(scrub(str(exc)), started)
+        except Exception as exc:
+            if is_environment_failure(exc):
+                # The tool's own work failed on what it was given or found (a name the file
+                # system refuses, data nested too deep, a codec that is no text codec, a
+                # full disk): the agent reads it like any other tool error.
+                return self._error(scrub(f"{name} failed: {describe_failure(exc)}"), started)
+            raise ToolCrashed(f"internal error in {name}: {type(exc).__name__}: {scrub(str(exc))[:300]}") from exc
         return ToolOutcome(render_result(result), False, time.monotonic() - started)
+
+
+# Failures that come from the input or the machine, not from a bug in the tool.
+ENVIRONMENT_FAILURES: tuple[type[BaseException], ...] = (OSError, RecursionError, MemoryError, UnicodeError, zlib.error)
+
+
+def is_environment_failure(exc: BaseException) -> bool:
+    # A bare LookupError is an unknown codec; its subclasses KeyError and IndexError are bugs.
+    return isinstance(exc, ENVIRONMENT_FAILURES) or type(exc) is LookupError
+
+
+def describe_failure(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        where = f" ({Path(exc.filename).name[:80]})" if isinstance(exc.filename, str) else ""
+        return f"{exc.strerror or type(exc).__name__}{where}"
+    if isinstance(exc, RecursionError):
+        return "the data is nested too deeply to process"
+    if isinstance(exc, MemoryError):
+        return "the data is too large to process"
+    return f"{type(exc).__name__}: {str(exc)[:200]}"

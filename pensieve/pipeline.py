@@ -35,7 +35,7 @@ from pensieve.finishing import ContractFailed, Finisher, unfence
 from pensieve.model_client import StageModelClient
 from pensieve.preflight import RunOptions, preflight, preflight_warnings, select_stages
 from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES, Stage
-from pensieve.staleness import input_hashes
+from pensieve.staleness import demote_missing, input_hashes
 from pensieve.status import Status, Usage, load_status, save_status
 from pensieve.tools import offered_tools
 from pensieve.tools.registry import RunResources, ToolContext
@@ -73,6 +73,8 @@ class Runner:
         self.status = load_status(project.status_path)
         self.resources = RunResources()  # web clients and one-time notes, shared by the stages
         self.spent = Usage()  # this run alone
+        # Stages whose citation check, finished by recover(), failed: sent back once.
+        self.resend_after_recovery: dict[str, str] = {}
 
     # -- status bookkeeping -------------------------------------------------------------
     def save(self) -> None:
@@ -97,19 +99,32 @@ class Runner:
         """Finish commits a crash interrupted; demote stages a dead process left running;
         remove temporary files a killed writer left (we hold the lock: none is in use)."""
         remove_stale_temporaries(self.project.dir)
+        for name, artifact in demote_missing(self.project, self.status).items():
+            self.events.note(f"{artifact} is missing: {name} runs again", name)
         for stage in STAGES:
             marker = pending_commit(self.project, stage)
             entry = self.status.stages[stage.name]
             if marker is not None:
                 self._finish_commit(stage, marker)
-                if stage.citation_check:
-                    self.check_citations(stage)  # the crash may have come before it
             elif entry.status == "running":
                 entry.status = "interrupted"
                 entry.error = "the process running this stage stopped before it finished"
+            if entry.status == "complete" and entry.check_pending:
+                # The crash came between the commit and the citation check: run it now,
+                # and send the stage back if it would have been (see run()).
+                instructions = self.check_citations(stage)
+                if instructions and self.settings.check.repolish_on_failure and self._in_scope(stage.name):
+                    self.resend_after_recovery[stage.name] = instructions
         if self.status.status == "running":
             self.status.status = "paused"
         self.save()
+
+    def _in_scope(self, name: str) -> bool:
+        """Whether this run's flags (--stage, --until) reach the stage."""
+        options = self.options
+        if options.stage:
+            return name == options.stage
+        return not options.until or STAGE_NAMES.index(name) <= STAGE_NAMES.index(options.until)
 
     def _finish_commit(self, stage: Stage, marker: CommitMarker) -> None:
         move_into_place(self.project, stage, marker, self.status.stages[stage.name])
@@ -220,6 +235,7 @@ class Runner:
         report = citation_hooks.check_project(self.project, self.settings, stage.writes)
         self.status.check = report.summary()
         self.status.problems = [str(p) for p in report.problems]
+        self.status.stages[stage.name].check_pending = False
         self.save()
         self.events.emit(
             EventKind.CITATION_CHECK,
@@ -265,6 +281,12 @@ class Runner:
         # run that ended in between, may have completed some of these stages since.
         still = set(select_stages(self.status, self.options))
         selected = [name for name in selected if name in still]
+        for name in self.resend_after_recovery:
+            if name not in selected:
+                selected.append(name)
+                self.events.note(
+                    f"{name}: its citation check, finished after an interrupted run, failed; sending it back once"
+                )
         self.status.status, self.status.error = "running", None
         self.save()
         result = RunResult(self.status)
@@ -283,7 +305,8 @@ class Runner:
         failed is sent back once (check.repolish_on_failure) before its dependents start."""
         pending = [name for name in STAGE_NAMES if name in selected]
         running: dict[asyncio.Task[str | None], str] = {}
-        resent: set[str] = set()
+        resent: set[str] = set(self.resend_after_recovery)
+        first_instructions = dict(self.resend_after_recovery)
 
         def ready(name: str) -> bool:
             # Selection already holds every unfinished dependency, so waiting for the
@@ -297,7 +320,8 @@ class Runner:
                     if not result.failed:
                         for name in [n for n in pending if ready(n)]:
                             pending.remove(name)
-                            running[asyncio.create_task(self.run_stage(BY_NAME[name]))] = name
+                            extra = first_instructions.pop(name, "")
+                            running[asyncio.create_task(self.run_stage(BY_NAME[name], extra))] = name
                     if not running:
                         break
                     done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
@@ -371,6 +395,7 @@ def run_project(
     env = dict(os.environ if environ is None else environ)
     selected = preflight(project, settings, options, env)
     with project.run_lock():
+        project.refuse_links()  # again under the lock: nothing Pensieve writes may be a link
         runner = Runner(project, settings, options, reporter, env)
         return asyncio.run(runner.run(selected))
 

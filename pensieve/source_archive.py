@@ -30,7 +30,7 @@ SOURCES_DIR = "sources"
 RAW_DIR = "raw"
 INDEX_JSON = "index.json"
 INDEX_MD = "index.md"
-_ID = re.compile(r"^S(\d+)$")
+_ID = re.compile(r"S(\d+)")  # matched whole (fullmatch): "S1\n" is no id
 _RAW_SUFFIX = {"text/html": ".html", "application/xhtml+xml": ".xhtml", "text/plain": ".txt"}
 
 
@@ -101,7 +101,7 @@ class ArchivedSource:
 
     @property
     def number(self) -> int:
-        match = _ID.match(self.id)
+        match = _ID.fullmatch(self.id)
         return int(match.group(1)) if match else 0
 
     @property
@@ -141,7 +141,7 @@ class SourceArchive:
                 data = json.loads(index.read_text(encoding="utf-8"))
                 loaded = (_source_from(item) for item in data["sources"])
                 return sorted(loaded, key=lambda s: s.number)
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 pass  # damaged by hand: fall back to the files, which carry the same fields
         return self._scan()
 
@@ -150,7 +150,7 @@ class SourceArchive:
         if not self.dir.is_dir():
             return found
         for path in self.dir.glob("S*.md"):
-            if not _ID.match(path.stem):
+            if not _ID.fullmatch(path.stem):
                 continue
             meta, _ = split_front_matter(path.read_text(encoding="utf-8", errors="replace"))
             try:

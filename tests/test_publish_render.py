@@ -213,5 +213,5 @@ def test_reference_text_drops_bidi_and_control_characters() -> None:
         raw_file="",
     )
     parts = reference_parts(source)
-    assert parts.title == "Safe txt.exe title" and parts.label == "Safe txt.exe title" and parts.fetched == "2026-11-23"
+    assert parts.title == "Safe txt.exe title" and parts.label == "a.example" and parts.fetched == "2026-11-23"
     assert parts.text() == "a.example. Safe txt.exe title. Fetched 2026-11-23. https://a.example/x"

@@ -53,18 +53,6 @@ def _names(value: Any) -> tuple[str, ...]:
     return ()
 
 
-def _authors_label(authors: tuple[str, ...]) -> str:
-    if not authors:
-        return ""
-    if len(authors) == 1:
-        return authors[0]
-    if len(authors) == 2:
-        return f"{authors[0]} and {authors[1]}"
-    if len(authors) == 3:
-        return f"{authors[0]}, {authors[1]} and {authors[2]}"
-    return f"{authors[0]} et al."
-
-
 @dataclass(frozen=True)
 class ReferenceParts:
     """One reference entry's pieces, every one plain text (escaped by each format)."""
@@ -105,16 +93,19 @@ def reference_parts(source: Any) -> ReferenceParts:
     """The reference entry for an archived source (ArchivedSource or anything shaped like it).
 
     The label is the citation code's `reference_label` (authors + year, else publication + year,
-    ... else the site), so an exported reference and the article's own list name a source alike."""
+    ... else the site), so an exported reference and the article's own list name a source alike;
+    when it would fall back to the title, the site names the entry instead (the title follows)."""
     from pensieve.citations.references import reference_label
+
     url = clean_text(getattr(source, "final_url", "") or getattr(source, "url", ""))
     site = site_of(url)
     authors = _names(getattr(source, "authors", ()))
     publisher = clean_text(getattr(source, "publisher", ""))
     fetched_at = clean_text(getattr(source, "fetched_at", ""))
     year = clean_text(getattr(source, "year", "") or "")
+    venue = clean_text(getattr(source, "venue", ""))
     return ReferenceParts(
-        label=clean_text(reference_label(source)) or _authors_label(authors) or publisher or site,
+        label=(clean_text(reference_label(source)) if authors or venue or publisher else "") or site,
         authors=authors,
         title=clean_text(getattr(source, "title", "")) or "(untitled)",
         site=site,
@@ -123,7 +114,7 @@ def reference_parts(source: Any) -> ReferenceParts:
         url=url,
         link=safe_url(url),
         year="" if year in ("0", "None") else year,
-        venue=clean_text(getattr(source, "venue", "")),
+        venue=venue,
         publisher=publisher,
         published=clean_text(getattr(source, "published", "")),
         doi=clean_text(getattr(source, "doi", "")),

@@ -26,11 +26,13 @@ from pensieve.untrusted import cap, sanitize, wrap
 from pensieve.web.catalog import CATALOG, SEARCH_KEY_ENV
 from pensieve.web.extract import decode, extract
 from pensieve.web.fetcher import Fetcher, FetchError
-from pensieve.web.guard import GuardError, refusal
+from pensieve.web.guard import GuardError, refusal, split_url
 from pensieve.web.page_meta import page_meta
 from pensieve.web.robots import RobotsCache, RobotsRefusal
 from pensieve.web.search import for_kind, search_all, usable
 from pensieve.web.search_providers import SearchResult
+from pensieve.web.url_policy import KnownUrls, links_in_page, urls_in_text
+from pensieve.workspace import read_file_nofollow
 
 if TYPE_CHECKING:
     from pensieve.config import Settings
@@ -54,6 +56,7 @@ class WebState:
     robots: RobotsCache
     search_client: httpx.AsyncClient
     refetched: set[str] = field(default_factory=set)  # URLs fetched anew in this run (--force)
+    known: KnownUrls = field(default_factory=KnownUrls)  # what fetch_url may fetch (fetch.url_policy)
     # Search results of this run by URL and identifier, so a fetch can keep what they knew.
     seen: dict[str, SearchResult] = field(default_factory=dict)
 
@@ -62,7 +65,7 @@ class WebState:
             for key in result.dedup_keys():
                 self.seen.setdefault(key, result)
 
-    def known(self, *urls: str, meta: SourceMeta | None = None) -> SourceMeta:
+    def known_meta(self, *urls: str, meta: SourceMeta | None = None) -> SourceMeta:
         """What the run's searches said about the work at these URLs (or with these identifiers)."""
         keys = ["url:" + normalize_url(u).rstrip("/") for u in urls if u]
         if meta is not None:
@@ -192,6 +195,7 @@ async def web_search(ctx: ToolContext, query: str, kind: Literal["web", "academi
     if outcome.errors and not outcome.counts:
         raise ToolError("; ".join(outcome.errors.values()))
     state.remember(outcome.results)
+    state.known.add_trusted([r.url for r in outcome.results if r.url])
     label = ", ".join(names)
     notes = "".join(f"\nNot answered: {name}: {sanitize(error)[:300]}" for name, error in outcome.errors.items())
     notes += "".join(
@@ -245,18 +249,21 @@ async def _fetch_and_archive(ctx: ToolContext, url: str, need_raw: bool) -> _Pag
         raise _failed(ctx, url, f"{response.final_url} answered HTTP {response.status}")
     state.refetched.add(key)
 
-    # Extraction is CPU work (lxml); a thread keeps the other stages' calls moving.
-    extracted = await asyncio.to_thread(
-        extract, response.body, response.media_type, response.charset, response.final_url
-    )
-    title = sanitize(extracted.title)[:300]
-    text = sanitize(extracted.text)
+    # Extraction and sanitising are CPU work (lxml, regexes over megabytes): a thread keeps
+    # the event loop (the other stages' calls, the deadlines) moving.
+    try:
+        title, text = await asyncio.to_thread(
+            _extract_clean, response.body, response.media_type, response.charset, response.final_url
+        )
+    except (ValueError, TypeError, LookupError, RecursionError, MemoryError) as exc:
+        # The page's own markup or encoding defeated the extractor: the page's problem.
+        raise _failed(ctx, url, f"its content could not be read ({type(exc).__name__})") from None
     cut_note = ""
     if response.truncated:
         cut_note = f"[page larger than {fetch.max_bytes:,} bytes (fetch.max_bytes): only the start was read]"
     # The page's own tags first (the publisher's record), the search result for the gaps.
     declared = await asyncio.to_thread(page_meta, response.body, response.media_type, response.charset)
-    meta = declared.filled_from(state.known(url, response.final_url, meta=declared))
+    meta = declared.filled_from(state.known_meta(url, response.final_url, meta=declared))
     source, is_new = archive.add(
         url=url,
         final_url=response.final_url,
@@ -279,12 +286,55 @@ async def _fetch_and_archive(ctx: ToolContext, url: str, need_raw: bool) -> _Pag
         from_archive=False,
         duration_s=round(time.monotonic() - started, 3),
     )
+    if response.media_type != "text/plain":
+        state.known.add_links(links_in_page(response.body, response.final_url))
     raw = decode(response.body, response.charset) if need_raw else ""
     return _Page(source, title, text, raw, cut_note, False)
 
 
+def _extract_clean(body: bytes, media_type: str, charset: str | None, url: str) -> tuple[str, str]:
+    extracted = extract(body, media_type, charset, url)
+    return sanitize(extracted.title)[:300], sanitize(extracted.text)
+
+
+def known_urls(ctx: ToolContext) -> KnownUrls:
+    """The run's known URLs; the brief, the topic files and the archive are read once."""
+    known = web_state(ctx).known
+    if not known.loaded:
+        known.loaded = True
+        project = ctx.project
+        known.add_trusted(urls_in_text(project.read_brief()))
+        known.add_trusted(urls_in_text(_topic_texts(ctx)))
+        archive = SourceArchive(project.dir)
+        for source in archive.entries():
+            known.add_trusted([source.url, source.final_url, *source.also])
+            raw = archive.raw(source)
+            if raw is not None and not source.raw_file.endswith(".txt"):
+                known.add_links(links_in_page(raw, source.final_url))
+    return known
+
+
+def _topic_texts(ctx: ToolContext, max_bytes: int = 2_000_000) -> str:
+    """The workspace's topic files as one text (links are never followed; bounded)."""
+    from pensieve.topics.library import topic_files
+
+    parts: list[str] = []
+    total = 0
+    for path in topic_files(ctx.project.workspace):
+        try:
+            data = read_file_nofollow(path, max_bytes - total)
+        except OSError:
+            continue
+        parts.append(data.decode("utf-8", errors="replace"))
+        total += len(data)
+        if total >= max_bytes:
+            break
+    return "\n".join(parts)
+
+
 def _failed(ctx: ToolContext, url: str, reason: str) -> ToolError:
-    message = f"could not fetch {url}: {reason}"
+    shown = url if len(url) <= 300 else f"{url[:300]}..."
+    message = f"could not fetch {shown}: {reason}"
     ctx.events.emit(EventKind.FETCH, ctx.stage.name, url=url, error=reason)
     return ToolError(message)
 
@@ -317,6 +367,15 @@ async def fetch_url(ctx: ToolContext, url: str, mode: Literal["text", "raw", "su
     url = url.strip()
     if not url:
         raise ToolError("url is empty")
+    try:
+        split_url(url)  # a URL that cannot even be parsed is refused before anything uses it
+    except GuardError as exc:
+        raise _failed(ctx, url, str(exc)) from None
+    if ctx.settings.fetch.url_policy == "known":
+        refusal = known_urls(ctx).refusal(url)
+        if refusal:
+            ctx.events.emit(EventKind.FETCH, ctx.stage.name, url=url, error="refused by fetch.url_policy")
+            raise ToolError(refusal)
     page = await _fetch_and_archive(ctx, url, need_raw=mode == "raw")
     max_chars = ctx.settings.fetch.max_chars
     source = page.source
@@ -327,7 +386,9 @@ async def fetch_url(ctx: ToolContext, url: str, mode: Literal["text", "raw", "su
     notes = f"\n{page.cut_note}" if page.cut_note else ""
 
     if mode == "raw":
-        body = cap(sanitize(page.raw, collapse_whitespace=False), max_chars)
+        # Up to fetch.max_bytes of markup: sanitised off the event loop.
+        clean = await asyncio.to_thread(sanitize, page.raw, collapse_whitespace=False)
+        body = cap(clean, max_chars)
         return f"{header}\n{wrap(source.final_url, body + notes)}"
     if not page.text.strip():
         return f"{header}\nThe page has no readable text{' (' + page.cut_note + ')' if page.cut_note else ''}."
