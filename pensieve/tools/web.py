@@ -195,7 +195,7 @@ async def web_search(ctx: ToolContext, query: str, kind: Literal["web", "academi
     if outcome.errors and not outcome.counts:
         raise ToolError("; ".join(outcome.errors.values()))
     state.remember(outcome.results)
-    state.known.add_trusted([r.url for r in outcome.results if r.url])
+    state.known.add_trusted([u for r in outcome.results for u in (r.url, r.landing) if u])
     label = ", ".join(names)
     notes = "".join(f"\nNot answered: {name}: {sanitize(error)[:300]}" for name, error in outcome.errors.items())
     notes += "".join(
