@@ -14,6 +14,7 @@ import contextlib
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pensieve import llm
 from pensieve.agent import AgentRun, run_agent
@@ -37,10 +38,14 @@ from pensieve.preflight import RunOptions, preflight, preflight_warnings, select
 from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES, Stage
 from pensieve.staleness import input_hashes
 from pensieve.status import Status, Usage, load_status, save_status
+from pensieve.tool_matrix import CANONICAL, Column, resolve_column
 from pensieve.tools import offered_tools
-from pensieve.tools.registry import RunResources, ToolContext
+from pensieve.tools.registry import RunResources, Tool, ToolContext
 from pensieve.topics.capture import capture_on_complete
 from pensieve.workspace import Project, atomic_copy, atomic_write_text, remove_stale_temporaries
+
+if TYPE_CHECKING:
+    from pensieve.tools.mcp import McpServers
 
 # Hooks run once when a project completes (e.g. capturing it into the topic library).
 CompleteHook = Callable[[Project, Settings, EventSink], Awaitable[None]]
@@ -72,6 +77,7 @@ class Runner:
         self.events = EventBus(EventLog(project.events_path), reporter)
         self.status = load_status(project.status_path)
         self.resources = RunResources()  # web clients and one-time notes, shared by the stages
+        self.mcp: McpServers | None = None  # kept for the last-resort kill after the loop ends
         self.spent = Usage()  # this run alone
 
     # -- status bookkeeping -------------------------------------------------------------
@@ -120,7 +126,12 @@ class Runner:
     async def run_stage(self, stage: Stage, extra_instructions: str = "") -> str | None:
         """Run one stage to a committed artifact. Returns what to tell the stage if its
         citation check failed in a way it can fix by running again, else None."""
-        run = self._build_agent_run(stage, self._begin(stage), extra_instructions)
+        model = self._begin(stage)
+        try:
+            run = await self._build_agent_run(stage, model, extra_instructions)
+        except asyncio.CancelledError:
+            self._interrupted(stage)
+            raise
         try:
             await self._produce(stage, run)
         except StageFailed as exc:
@@ -150,7 +161,33 @@ class Runner:
         self.events.emit(EventKind.STAGE_START, stage.name, model=model, attempt=entry.attempts)
         return model
 
-    def _build_agent_run(self, stage: Stage, model: str, extra_instructions: str) -> AgentRun:
+    async def _mcp_tools(self, column: Column) -> tuple[list[Tool], dict[str, str]]:
+        """The MCP tools of the stage's column, starting the servers it may use (once per
+        run); and, for each server that is not available, why."""
+        servers = column.servers(self.settings.mcp.servers)
+        if not servers:
+            return [], {}
+        if self.resources.mcp is None:
+            from pensieve.tools.mcp import McpServers
+
+            self.resources.mcp = self.mcp = McpServers(self.settings, self.environ)
+        manager = self.resources.mcp
+        failures = await manager.ensure(servers)
+        for name in servers:
+            if name in manager.reported:
+                continue
+            manager.reported.add(name)
+            server = manager.servers[name]
+            if server.error:
+                self.events.emit(EventKind.MCP_SERVER, column.stage, server=name, ok=False, error=server.error)
+                self.events.note(f"mcp server {name!r} is not available: {server.error}")
+            else:
+                tools = [t.canonical for t in server.tools]
+                self.events.emit(EventKind.MCP_SERVER, column.stage, server=name, ok=True, tools=tools)
+        missing = {f"mcp.{name}.*": f"mcp server {name!r} is not available: {why}" for name, why in failures.items()}
+        return manager.tools_for(column, set(CANONICAL)), missing
+
+    async def _build_agent_run(self, stage: Stage, model: str, extra_instructions: str) -> AgentRun:
         client = StageModelClient(
             stage=stage.name,
             model=model,
@@ -169,11 +206,15 @@ class Runner:
             summarize=client.summarize,
             resources=self.resources,
         )
-        tools, missing = offered_tools(stage.tools, self.settings, self.environ)
+        column = resolve_column(stage.name, stage.tools, self.settings)
+        tools, missing = offered_tools(column.builtins, self.settings, self.environ)
         for name, why in missing.items():
             if name not in self.resources.noted:
                 self.resources.noted.add(name)
                 self.events.note(f"{name} is not available: {why}")
+        mcp_tools, mcp_missing = await self._mcp_tools(column)
+        tools.extend(mcp_tools)
+        missing.update(mcp_missing)
         return AgentRun(
             ctx=ctx,
             tools=tools,
@@ -372,7 +413,11 @@ def run_project(
     selected = preflight(project, settings, options, env)
     with project.run_lock():
         runner = Runner(project, settings, options, reporter, env)
-        return asyncio.run(runner.run(selected))
+        try:
+            return asyncio.run(runner.run(selected))
+        finally:
+            if runner.mcp is not None:
+                runner.mcp.kill_leftovers()  # whatever the loop could not close (no orphans)
 
 
 __all__ = [

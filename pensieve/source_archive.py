@@ -62,6 +62,9 @@ class ArchivedSource:
     raw_file: str
     # Other URLs that led to this same page (a redirect to it, or the page asked for directly).
     also: tuple[str, ...] = ()
+    # Where the text came from: "" for a fetched web page, "mcp:<server>/<tool>" for the
+    # result of an MCP tool (whose url is mcp://<server>/<tool>?<arguments>).
+    origin: str = ""
 
     @property
     def number(self) -> int:
@@ -112,6 +115,7 @@ class SourceArchive:
                     file=f"{SOURCES_DIR}/{path.name}",
                     raw_file=str(meta.get("raw_file") or ""),
                     also=tuple(str(u) for u in meta["also"]) if isinstance(meta.get("also"), list) else (),
+                    origin=str(meta.get("origin") or ""),
                 )
             )
         return sorted(found, key=lambda s: s.number)
@@ -133,7 +137,7 @@ class SourceArchive:
 
     # -- writing --------------------------------------------------------------------------
     def add(
-        self, *, url: str, final_url: str, title: str, content_type: str, body: bytes, text: str
+        self, *, url: str, final_url: str, title: str, content_type: str, body: bytes, text: str, origin: str = ""
     ) -> tuple[ArchivedSource, bool]:
         """Archive a fetch; a URL already archived keeps its id, and so does a page already
         archived under another URL (one id per page, whichever way it was reached first).
@@ -157,9 +161,14 @@ class SourceArchive:
             file=f"{SOURCES_DIR}/{source_id}.md",
             raw_file=raw_file,
             also=_other_urls(existing, url, final_url),
+            origin=origin,
         )
         atomic_write_bytes(self.project_dir / raw_file, body)
-        meta = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(source).items() if k != "file"}
+        meta = {
+            k: list(v) if isinstance(v, tuple) else v
+            for k, v in asdict(source).items()
+            if k != "file" and (k != "origin" or v)  # a web page's front matter is unchanged
+        }
         atomic_write_text(self.project_dir / source.file, render_front_matter(meta, text, width=1_000_000))
         # The index is written last: a crash before it leaves files the next add overwrites.
         others = [s for s in entries if s.id != source_id]
