@@ -16,6 +16,7 @@ from rich.text import Text
 
 from pensieve import __version__
 from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, fail, guarded, out, print_json, workspace_of
+from pensieve.cli_tools import tools_command
 from pensieve.cli_topics import topics_app
 from pensieve.errors import PensieveError, UsageError
 
@@ -44,6 +45,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(topics_app)
+app.command("tools")(tools_command)
 
 
 def _read_brief(brief: str | None, file: Path | None) -> str:

@@ -175,6 +175,7 @@ class McpServer:
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _errlog: IO[bytes] | None = None
+    _last_stderr: str = ""
 
     @property
     def origin(self) -> str:
@@ -199,10 +200,13 @@ class McpServer:
     async def _own(self) -> None:
         from mcp.client.session import ClientSession
 
+        if self.settings.command:
+            # The server's stderr, whose last line explains a failure; closed when the task ends.
+            self._errlog = tempfile.TemporaryFile()  # noqa: SIM115
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if self.settings.command:
-                    self._errlog = stack.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
+                    assert self._errlog is not None
                     streams = await stack.enter_async_context(
                         _stdio(list(self.settings.command), self._environment(), self._errlog, self)
                     )
@@ -224,6 +228,10 @@ class McpServer:
             if self.error is None and not self._stop.is_set():
                 self.error = self._why("the connection closed")
             self._ready.set()
+            log, self._errlog = self._errlog, None
+            if log is not None:
+                self._last_stderr = self._tail(log)
+                log.close()
 
     @contextlib.asynccontextmanager
     async def _http(self) -> AsyncIterator[tuple[Any, Any]]:
@@ -281,8 +289,10 @@ class McpServer:
 
     def _stderr_tail(self) -> str:
         log = self._errlog
-        if log is None:
-            return ""
+        return self._tail(log) if log is not None else self._last_stderr
+
+    @staticmethod
+    def _tail(log: IO[bytes]) -> str:
         try:
             log.seek(0, os.SEEK_END)
             end = log.tell()
