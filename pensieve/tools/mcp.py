@@ -247,7 +247,9 @@ class McpServer:
         timeout = httpx2.Timeout(30.0, read=max(300.0, self.settings.timeout_s * 2))
         async with (
             httpx2.AsyncClient(headers=headers, timeout=timeout) as client,
-            streamable_http_client(self.settings.url, http_client=client) as streams,
+            streamable_http_client(
+                self.settings.url, http_client=client, max_sse_event_size=MAX_MESSAGE_BYTES
+            ) as streams,
         ):
             yield streams[0], streams[1]
 

@@ -66,3 +66,33 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+class HttpWiki:
+    """The same server on streamable HTTP, served by uvicorn on 127.0.0.1 in a thread."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        import uvicorn
+
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        port = self.socket.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}/mcp"
+        app = build().streamable_http_app()
+        config = uvicorn.Config(app, log_level="error", lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
+        self.thread.start()
+        import time
+
+        deadline = time.monotonic() + 30
+        while not self.server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.socket.close()
