@@ -103,8 +103,15 @@ class Finisher:
         stage, settings, project = ctx.stage, ctx.settings, ctx.project
         brief_path = project.file(Artifact.BRIEF)
         brief = brief_path.read_text(encoding="utf-8", errors="replace") if brief_path.is_file() else ""
-        # Pages it could have cited: fetched with web search, or returned by an MCP tool.
-        web = any(t.name == "web_search" or t.origin.startswith("mcp:") for t in offered)
+        # Pages it could have cited: fetched with web search, or returned by an MCP tool
+        # whose server still answers (one that crashed during the stage gave it nothing).
+        searches = any(t.name == "web_search" for t in offered)
+        servers = {t.origin for t in offered if t.origin.startswith("mcp:")}
+
+        def can_cite() -> bool:
+            mcp = ctx.resources.mcp
+            return searches or (mcp is not None and any(mcp.available(origin) for origin in servers))
+
         earlier = earlier_articles(ctx) if any(t.name == "list_projects" for t in offered) else None
 
         def check(text: str, prompts: Sequence[str], files_read: Collection[str]) -> list[Violation]:
@@ -117,7 +124,7 @@ class Finisher:
                 brief_text=brief,
                 prompt=system,
                 task_message=task,
-                web_sources=len(SourceArchive(project.dir).entries()) if web else None,
+                web_sources=len(SourceArchive(project.dir).entries()) if can_cite() else None,
                 earlier_articles=earlier,
                 files_read=files_read,
             )

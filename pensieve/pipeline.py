@@ -126,12 +126,10 @@ class Runner:
     async def run_stage(self, stage: Stage, extra_instructions: str = "") -> str | None:
         """Run one stage to a committed artifact. Returns what to tell the stage if its
         citation check failed in a way it can fix by running again, else None."""
-        model = self._begin(stage)
-        try:
-            run = await self._build_agent_run(stage, model, extra_instructions)
-        except asyncio.CancelledError:
-            self._interrupted(stage)
-            raise
+        column = resolve_column(stage.name, stage.tools, self.settings)
+        # The MCP servers it may use start first, so a failure is said before the stage begins.
+        mcp = await self._mcp_tools(column)
+        run = self._build_agent_run(stage, self._begin(stage), extra_instructions, column, mcp)
         try:
             await self._produce(stage, run)
         except StageFailed as exc:
@@ -187,7 +185,14 @@ class Runner:
         missing = {f"mcp.{name}.*": f"mcp server {name!r} is not available: {why}" for name, why in failures.items()}
         return manager.tools_for(column, set(CANONICAL)), missing
 
-    async def _build_agent_run(self, stage: Stage, model: str, extra_instructions: str) -> AgentRun:
+    def _build_agent_run(
+        self,
+        stage: Stage,
+        model: str,
+        extra_instructions: str,
+        column: Column,
+        mcp: tuple[list[Tool], dict[str, str]],
+    ) -> AgentRun:
         client = StageModelClient(
             stage=stage.name,
             model=model,
@@ -206,15 +211,13 @@ class Runner:
             summarize=client.summarize,
             resources=self.resources,
         )
-        column = resolve_column(stage.name, stage.tools, self.settings)
         tools, missing = offered_tools(column.builtins, self.settings, self.environ)
         for name, why in missing.items():
             if name not in self.resources.noted:
                 self.resources.noted.add(name)
                 self.events.note(f"{name} is not available: {why}")
-        mcp_tools, mcp_missing = await self._mcp_tools(column)
-        tools.extend(mcp_tools)
-        missing.update(mcp_missing)
+        tools.extend(mcp[0])
+        missing.update(mcp[1])
         return AgentRun(
             ctx=ctx,
             tools=tools,

@@ -379,6 +379,11 @@ class McpServers:
                     offered.append(_as_tool(server, remote, name, self.settings))
         return offered
 
+    def available(self, origin: str) -> bool:
+        """Whether the server of this origin ("mcp:<name>") is up and answering."""
+        server = self.servers.get(origin.removeprefix("mcp:"))
+        return server is not None and server.error is None and server.tools != []
+
     async def aclose(self) -> None:
         await asyncio.gather(*(s.aclose() for s in self.servers.values()), return_exceptions=True)
 
@@ -460,7 +465,14 @@ async def _call(ctx: ToolContext, server: McpServer, remote: RemoteTool, argumen
     raw, is_error = _result_text(result)
     limit = server.settings.max_result_chars
     received = len(raw)
-    text = cap(sanitize(raw[: limit * 2], collapse_whitespace=False), limit)
+    # Sanitised only as far as it can be shown: a 10 MB answer costs no 10 MB of work.
+    text = sanitize(raw[: limit * 2], collapse_whitespace=False)[:limit]
+    if received > limit:
+        cut = received - limit
+        text += (
+            f"\n[... truncated: {cut:,} of {received:,} characters cut "
+            f"(mcp.servers.{server.name}.max_result_chars)]"
+        )
     if is_error:
         ctx.events.emit(EventKind.MCP_CALL, stage, server=server.name, tool=remote.name, error=text[:300])
         raise ToolError(f"mcp server {server.name!r}: {remote.name} answered with an error: {cap(text, 1000)}")

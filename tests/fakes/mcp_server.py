@@ -55,12 +55,12 @@ def build() -> MCPServer:
 
 
 def main() -> None:
-    if "--fail-start" in sys.argv:
-        print("wiki: cannot open the index", file=sys.stderr)
-        sys.exit(1)
     if "--pid-file" in sys.argv:
         with open(sys.argv[sys.argv.index("--pid-file") + 1], "a", encoding="utf-8") as f:
             f.write(f"{os.getpid()}\n")
+    if "--fail-start" in sys.argv:
+        print("wiki: cannot open the index", file=sys.stderr)
+        sys.exit(1)
     build().run("stdio")
 
 
