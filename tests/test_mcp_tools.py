@@ -305,3 +305,43 @@ def test_instructions_in_a_result_stay_data_and_writes_outside_are_refused(home:
     assert edit.startswith("Error: tool 'edit_project_file' is not available to researcher")
     assert not any(p.name == "outside.md" for p in home.path.parent.rglob("outside.md"))
     assert os.path.exists("/etc/passwd") and "pwned" not in Path("/etc/passwd").read_text()
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_run_leaves_no_server_process(home: Home, tmp_path: Path) -> None:
+    """A real `pensieve run` process, interrupted while the Researcher waits for the model:
+    the server it started is shut down on the way out (checked in the process table)."""
+    import signal
+    import subprocess
+
+    from tests.fakes.cli_process import child_env
+
+    pid_file = tmp_path / "ctrl-c.pids"
+    configure(home, {"wiki": stdio_server(pid_file)}, allow=["mcp.wiki.*"])
+    pid = home.new("How the Falcon index is rebuilt")
+    home.model.delay_s["researcher"] = 60.0
+    with (tmp_path / "out.txt").open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pensieve", "run", pid],
+            env=child_env(home.path),
+            cwd=home.path,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while not (home.model.requests and home.model.requests[-1].stage == "researcher"):
+            assert time.monotonic() < deadline and process.poll() is None, (tmp_path / "out.txt").read_text()
+            time.sleep(0.05)
+        (server_pid,) = [int(p) for p in pid_file.read_text().split()]
+        assert alive(server_pid)
+        process.send_signal(signal.SIGINT)
+        code = process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    output = (tmp_path / "out.txt").read_text()
+    assert code == 130, output
+    assert "Traceback" not in output, output
+    assert_no_server_left(pid_file)
