@@ -48,7 +48,9 @@ def _rows(settings: Settings, stage_names: list[str], environ: dict[str, str]) -
                 servers[name] = {"ok": server.error is None, "error": server.error, "tools": len(server.tools)}
             for column in columns:
                 for found in manager.tools_for(column, set(CANONICAL)):
-                    mcp_tools[column.stage].append(_entry(found.canonical, found.name, found.origin, found.default_limit))
+                    mcp_tools[column.stage].append(
+                        _entry(found.canonical, found.name, found.origin, found.default_limit)
+                    )
         finally:
             await manager.aclose()
             manager.kill_leftovers()

@@ -470,8 +470,7 @@ async def _call(ctx: ToolContext, server: McpServer, remote: RemoteTool, argumen
     if received > limit:
         cut = received - limit
         text += (
-            f"\n[... truncated: {cut:,} of {received:,} characters cut "
-            f"(mcp.servers.{server.name}.max_result_chars)]"
+            f"\n[... truncated: {cut:,} of {received:,} characters cut (mcp.servers.{server.name}.max_result_chars)]"
         )
     if is_error:
         ctx.events.emit(EventKind.MCP_CALL, stage, server=server.name, tool=remote.name, error=text[:300])
