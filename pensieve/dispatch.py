@@ -110,10 +110,10 @@ class ToolBox:
             return self._error(warning, started)
         found = self.tools.get(name)
         if found is None:
+            available = ", ".join(self.tools) or "none"
             reason = self._missing_reason(name)
             if reason:
-                return self._error(reason, started)
-            available = ", ".join(self.tools) or "none"
+                return self._error(f"{reason}; available: {available}", started)
             return self._error(f"tool {name!r} is not available to {stage}; available: {available}", started)
         schema = json.dumps(found.schema, separators=(",", ":"))
         try:

@@ -149,7 +149,8 @@ def test_researcher_cites_an_mcp_result_on_stdio_and_the_check_passes(home: Home
 
     # Recorded in events.jsonl like every tool call; the server was started once and is gone.
     events = read_events(project / "events.jsonl")
-    assert [e["tool"] for e in events if e["kind"] == "tool" and e["stage"] == "researcher"][0] == "mcp_wiki_search"
+    first_call = next(e for e in events if e["kind"] == "tool" and e["stage"] == "researcher")
+    assert first_call["tool"] == "mcp_wiki_search" and first_call["error"] is None
     (started,) = [e for e in events if e["kind"] == "mcp_server"]
     assert started["ok"] and started["stage"] == "researcher" and "mcp.wiki.search" in started["tools"]
     (mcp_call,) = [e for e in events if e["kind"] == "mcp_call"]
@@ -159,21 +160,27 @@ def test_researcher_cites_an_mcp_result_on_stdio_and_the_check_passes(home: Home
 
 def test_researcher_uses_a_streamable_http_server(home: Home, http_wiki: HttpWiki) -> None:
     configure(home, {"wiki": {"url": http_wiki.url}}, allow=["mcp.wiki.*"], deny=["mcp.wiki.crash"])
+    home.configure(limits={"mcp.wiki.*": 2})
     pid = home.new("How the Falcon index is rebuilt")
     home.model.script(
         "researcher",
         call("mcp_wiki_search", {"query": "nightly rebuild"}),
         call("mcp_wiki_search", {"query": 42}),  # the server's schema says a string
+        call("mcp_wiki_search", {"query": "index owners"}),
+        call("mcp_wiki_search", {"query": "one too many"}),  # past limits.mcp.wiki.* for this stage
         call("write_project_file", {"filename": "research_notes.md", "content": NOTES}),
         text("Notes written."),
     )
     result = home.run("run", pid, "--until", "researcher", "--quiet")
     assert result.exit_code == 0, result.stderr
-    first, wrong = tool_results(home)[:2]
+    first, wrong, second, capped = tool_results(home)[:4]
     assert "Source S1" in first and WIKI_FACT in first
     assert wrong.startswith("Error: invalid arguments for mcp_wiki_search: query: 42 is not of type 'string'")
+    assert "Source S2" in second
+    assert capped.startswith("Error: mcp_wiki_search has reached its limit of 2 calls for the researcher stage")
     sources = json.loads(home.run("sources", pid, "--json").stdout)
-    assert [s["id"] for s in sources] == ["S1"]
+    assert [s["id"] for s in sources] == ["S1", "S2"]
+    assert "mcp_wiki_search 2" in home.model.for_stage("researcher")[0].messages[0]["content"]  # told its cap
     offered = set(home.model.for_stage("researcher")[0].tool_names)
     assert {"mcp_wiki_search", "mcp_wiki_hang", "mcp_wiki_huge"} <= offered and "mcp_wiki_crash" not in offered
 
@@ -216,7 +223,7 @@ def test_a_server_that_fails_to_start_is_a_tool_error_and_said_before_the_stage(
     assert said in result.stderr
     assert result.stderr.index(said) < result.stderr.index("researcher: started")
     (answer,) = tool_results(home)[:1]
-    assert answer == f"Error: {said}"
+    assert answer.startswith(f"Error: {said}; available: fetch_url")
     system = home.model.for_stage("researcher")[0].messages[0]["content"]
     assert "mcp.wiki.* is not available in this run: mcp server 'wiki' is not available" in system
     assert_no_server_left(pid_file)

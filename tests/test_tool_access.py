@@ -258,7 +258,10 @@ def test_edit_project_file_is_in_no_default_column_and_refused_there(home: Home)
 def test_a_reviser_edits_draft_v2_in_a_pipeline_run(home: Home) -> None:
     home.configure(agents={"reviser": {"tools": {"allow": ["project.edit_file"]}}}, contracts={"enabled": False})
     pid = home.new()
-    draft = "# Vector search\n\nHNSW builds a layered graph.\n\nIt is teh fastest index.\n\n## Revision notes\n\n- Tightened.\n"
+    draft = (
+        "# Vector search\n\nHNSW builds a layered graph.\n\nIt is teh fastest index.\n\n"
+        "## Revision notes\n\n- Tightened.\n"
+    )
     home.model.script(
         "reviser",
         call("write_project_file", {"filename": "draft_v2.md", "content": draft}),
