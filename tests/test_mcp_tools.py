@@ -104,6 +104,7 @@ def script_rest(home: Home) -> None:
         home.model.script(stage, call("write_project_file", {"filename": name, "content": content}), text("done"))
 
 
+@pytest.mark.slow
 def test_researcher_cites_an_mcp_result_on_stdio_and_the_check_passes(home: Home, tmp_path: Path) -> None:
     pid_file = tmp_path / "wiki.pids"
     configure(home, {"wiki": stdio_server(pid_file)}, allow=["mcp.wiki.search"])
@@ -270,6 +271,7 @@ def test_a_call_that_hangs_past_its_timeout_is_a_tool_error(home: Home, http_wik
     assert time.monotonic() - started < 60
 
 
+@pytest.mark.slow
 def test_a_ten_megabyte_result_is_capped(home: Home, tmp_path: Path) -> None:
     pid_file = tmp_path / "huge.pids"
     configure(home, {"wiki": stdio_server(pid_file, max_result_chars=5000)}, allow=["mcp.wiki.huge"])
@@ -352,3 +354,38 @@ def test_ctrl_c_during_a_run_leaves_no_server_process(home: Home, tmp_path: Path
     assert code == 130, output
     assert "Traceback" not in output, output
     assert_no_server_left(pid_file)
+
+
+def test_tools_command_starts_the_servers_to_list_their_tools_then_stops_them(
+    home: Home, tmp_path: Path, http_wiki: HttpWiki
+) -> None:
+    pid_file = tmp_path / "tools.pids"
+    configure(
+        home,
+        {"wiki": stdio_server(pid_file), "docs": {"url": http_wiki.url}, "gone": {"url": "http://127.0.0.1:9/mcp"}},
+        allow=["mcp.wiki.search", "mcp.docs.*", "mcp.gone.*"],
+        deny=["mcp.docs.crash"],
+    )
+    home.configure(limits={"mcp.docs.*": 2}, agents={"fact_checker": {"tools": {"allow": ["mcp.docs.search"]}}})
+    result = home.run("tools", "--stage", "researcher", "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    (column,) = data["stages"]
+    tools = {t["canonical"]: t for t in column["tools"]}
+    assert tools["mcp.wiki.search"] == {
+        "canonical": "mcp.wiki.search",
+        "name": "mcp_wiki_search",
+        "origin": "mcp:wiki",
+        "cap": 5,
+        "available": True,
+        "why": None,
+    }
+    assert "mcp.wiki.hang" not in tools and "mcp.docs.crash" not in tools
+    assert tools["mcp.docs.hang"]["cap"] == 2 and tools["mcp.docs.hang"]["name"] == "mcp_docs_hang"
+    assert tools["mcp.gone.*"]["available"] is False and "All connection attempts failed" in tools["mcp.gone.*"]["why"]
+    assert data["servers"]["wiki"]["ok"] and not data["servers"]["gone"]["ok"]
+    assert_no_server_left(pid_file)
+    # The table form says which server is not available; a stage that uses no server starts none.
+    shown = home.run("tools", "--stage", "fact_checker")
+    assert "mcp_docs_search" in shown.stdout and "mcp_wiki_search" not in shown.stdout
+    assert len(pid_file.read_text().split()) == 1

@@ -25,7 +25,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from pensieve.events import EventKind
 from pensieve.redact import scrub
@@ -282,6 +282,11 @@ class McpServer:
         if isinstance(exc, FileNotFoundError | PermissionError):
             return f"cannot run {self.settings.command[0] if self.settings.command else '?'!r} ({exc.strerror})"
         text = scrub(" ".join(str(exc).split()))[:200] or type(exc).__name__
+        if self.settings.url:
+            # Where it tried, without credentials or a query that may carry them.
+            parts = urlsplit(self.settings.url)
+            port = f":{parts.port}" if parts.port else ""
+            text = f"{text} ({parts.scheme}://{parts.hostname}{port}{parts.path})"
         return text
 
     def _why(self, reason: str) -> str:
