@@ -238,7 +238,7 @@ class Settings(_Section):
     def _known_tools(cls, value: dict[str, int]) -> dict[str, int]:
         from fnmatch import fnmatchcase
 
-        from pensieve.tool_matrix import CANONICAL
+        from pensieve.tool_matrix import CANONICAL, is_pattern
 
         merged = default_tool_limits()
         given = {_check_limit_key(name): cap for name, cap in value.items()}
@@ -247,7 +247,7 @@ class Settings(_Section):
                 raise ValueError(f"limit for {name} must be >= 0")
         # A pattern sets the built-ins it matches; a name of its own wins over a pattern.
         for key, cap in given.items():
-            if any(ch in key for ch in "*?["):
+            if is_pattern(key):
                 for name, canonical in CANONICAL.items():
                     if name in merged and name not in given and fnmatchcase(canonical, key):
                         merged[name] = cap

@@ -38,7 +38,7 @@ from pensieve.preflight import RunOptions, preflight, preflight_warnings, select
 from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES, Stage
 from pensieve.staleness import input_hashes
 from pensieve.status import Status, Usage, load_status, save_status
-from pensieve.tool_matrix import CANONICAL, Column, resolve_column
+from pensieve.tool_matrix import CANONICAL, Column, is_pattern, resolve_column
 from pensieve.tools import offered_tools
 from pensieve.tools.registry import RunResources, Tool, ToolContext
 from pensieve.topics.capture import capture_on_complete
@@ -182,8 +182,25 @@ class Runner:
             else:
                 tools = [t.canonical for t in server.tools]
                 self.events.emit(EventKind.MCP_SERVER, column.stage, server=name, ok=True, tools=tools)
+        self._note_unknown_mcp_names(column, manager)
         missing = {f"mcp.{name}.*": f"mcp server {name!r} is not available: {why}" for name, why in failures.items()}
         return manager.tools_for(column, set(CANONICAL)), missing
+
+    def _note_unknown_mcp_names(self, column: Column, manager: McpServers) -> None:
+        """A name in allow (not a pattern) that its server turned out not to have: said once."""
+        for wanted in column.allow:
+            parts = wanted.split(".", 2)
+            server = manager.servers.get(parts[1]) if len(parts) == 3 and parts[0] == "mcp" else None
+            if server is None or server.error or is_pattern(wanted):
+                continue
+            has = [t.canonical for t in server.tools]
+            key = f"{column.stage}:{wanted}"
+            if wanted not in has and key not in self.resources.noted:
+                self.resources.noted.add(key)
+                self.events.note(
+                    f"agents.{column.stage}.tools.allow names {wanted}, which mcp server {server.name!r} "
+                    f"does not have; it has: {', '.join(has) or 'no tools'}"
+                )
 
     def _build_agent_run(
         self,

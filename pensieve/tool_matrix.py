@@ -63,7 +63,7 @@ def canonical_of(name: str) -> str:
     return CANONICAL.get(name, name)
 
 
-def _is_pattern(text: str) -> bool:
+def is_pattern(text: str) -> bool:
     return any(ch in text for ch in "*?[")
 
 
@@ -154,6 +154,6 @@ def cap_for(model_name: str, canonical: str, default: int, settings: Settings) -
     if canonical in limits:
         return limits[canonical]
     for key, value in limits.items():
-        if _is_pattern(key) and fnmatchcase(canonical, key):
+        if is_pattern(key) and fnmatchcase(canonical, key):
             return value
     return default

@@ -187,7 +187,12 @@ def test_researcher_uses_a_streamable_http_server(home: Home, http_wiki: HttpWik
 
 
 def test_a_denied_tool_is_refused_at_dispatch_even_when_called_by_name(home: Home, http_wiki: HttpWiki) -> None:
-    configure(home, {"wiki": {"url": http_wiki.url}}, allow=["mcp.wiki.*"], deny=["mcp.wiki.hostile", "web.search"])
+    configure(
+        home,
+        {"wiki": {"url": http_wiki.url}},
+        allow=["mcp.wiki.*", "mcp.wiki.serch"],  # a typo the server's list reveals
+        deny=["mcp.wiki.hostile", "web.search"],
+    )
     pid = home.new("How the Falcon index is rebuilt")
     home.model.script(
         "researcher",
@@ -206,6 +211,8 @@ def test_a_denied_tool_is_refused_at_dispatch_even_when_called_by_name(home: Hom
     assert "web_search" not in home.model.for_stage("researcher")[0].tool_names
     events = read_events(home.project_dir(pid) / "events.jsonl")
     assert not any(e["kind"] == "mcp_call" and e["tool"] == "hostile" for e in events)
+    notes = [e["message"] for e in events if e["kind"] == "note"]
+    assert any(n.startswith("agents.researcher.tools.allow names mcp.wiki.serch, which mcp server") for n in notes)
 
 
 def test_a_server_that_fails_to_start_is_a_tool_error_and_said_before_the_stage(home: Home, tmp_path: Path) -> None:

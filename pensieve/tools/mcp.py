@@ -349,9 +349,10 @@ class McpServer:
         self.kill()
 
     def kill(self) -> None:
-        """The last resort, synchronous: nothing the server started outlives the run."""
+        """The last resort, synchronous: nothing the server started outlives the run. (Once
+        the server has exited, `_stop_process` has already killed what was left of its group.)"""
         process = self.process
-        if (process is not None and process.returncode is None) or process is not None:
+        if process is not None and process.returncode is None:
             _signal_group(process.pid, signal.SIGKILL)
 
 
