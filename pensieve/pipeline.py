@@ -159,6 +159,33 @@ class Runner:
         self.events.emit(EventKind.STAGE_START, stage.name, model=model, attempt=entry.attempts)
         return model
 
+    def _check_mcp_servers(self, selected: list[str]) -> None:
+        """Before the first stage: the servers the selected stages may use that cannot start
+        (their program is not found) or lack a variable they are given, said now. A server
+        still starts only when the first stage that may use it begins."""
+        servers = self.settings.mcp.servers
+        if not servers:
+            return
+        from pensieve.tools.mcp import McpServers, static_problem
+
+        needed: list[str] = []
+        for name in selected:
+            column = resolve_column(name, BY_NAME[name].tools, self.settings)
+            needed.extend(s for s in column.servers(servers) if s not in needed)
+        for name in needed:
+            problem, fatal = static_problem(servers[name], self.environ)
+            if problem is None:
+                continue
+            if fatal:
+                if self.resources.mcp is None:
+                    self.resources.mcp = self.mcp = McpServers(self.settings, self.environ)
+                self.resources.mcp.servers[name].error = problem
+                self.resources.mcp.reported.add(name)
+                self.events.emit(EventKind.MCP_SERVER, None, server=name, ok=False, error=problem)
+                self.events.note(f"mcp server {name!r} is not available: {problem}")
+            else:
+                self.events.note(f"mcp server {name!r}: {problem}")
+
     async def _mcp_tools(self, column: Column) -> tuple[list[Tool], dict[str, str]]:
         """The MCP tools of the stage's column, starting the servers it may use (once per
         run); and, for each server that is not available, why."""
@@ -329,6 +356,7 @@ class Runner:
         self.status.status, self.status.error = "running", None
         self.save()
         result = RunResult(self.status)
+        self._check_mcp_servers(selected)
         try:
             await self._schedule(selected, result)
         finally:

@@ -396,3 +396,20 @@ def test_tools_command_starts_the_servers_to_list_their_tools_then_stops_them(
     shown = home.run("tools", "--stage", "fact_checker")
     assert "mcp_docs_search" in shown.stdout and "mcp_wiki_search" not in shown.stdout
     assert len(pid_file.read_text().split()) == 1
+
+
+def test_a_server_that_cannot_run_at_all_is_said_before_the_first_stage(home: Home) -> None:
+    configure(home, {"wiki": {"command": ["/nonexistent/wiki-server"], "env": ["WIKI_TOKEN_UNSET"]}}, allow=["mcp.*"])
+    pid = home.new("How the Falcon index is rebuilt")
+    home.model.script(
+        "researcher",
+        call("mcp_wiki_search", {"query": "falcon"}),
+        call("write_project_file", {"filename": "research_notes.md", "content": NOTES.replace(" [S1]", "")}),
+        text("Notes written."),
+    )
+    result = home.run("run", pid, "--until", "researcher")
+    assert result.exit_code == 0, result.stderr
+    said = "mcp server 'wiki' is not available: cannot run '/nonexistent/wiki-server' (not found or not executable)"
+    assert result.stderr.count(said) == 1
+    assert result.stderr.index(said) < result.stderr.index("refiner: started")
+    assert tool_results(home)[0].startswith(f"Error: {said}")

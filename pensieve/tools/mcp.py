@@ -151,6 +151,22 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
         os.killpg(pid, sig)
 
 
+def static_problem(config: McpServerSettings, environ: Mapping[str, str]) -> tuple[str | None, bool]:
+    """What can be known about a server without starting it: (problem, whether it cannot
+    start at all). A stdio program that is not found cannot; a variable it is given that is
+    not set is only worth saying."""
+    import shutil
+
+    if config.command:
+        program = config.command[0]
+        if shutil.which(program, path=environ.get("PATH")) is None and not os.access(program, os.X_OK):
+            return f"cannot run {program!r} (not found or not executable)", True
+    missing = [v for v in (*config.env, *config.headers_env.values()) if v not in environ]
+    if missing:
+        return f"{', '.join(missing)} not set in the environment (passed to it by name)", False
+    return None, False
+
+
 def _leaf(exc: BaseException) -> BaseException:
     """The first real error inside (nested) exception groups."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
@@ -183,6 +199,8 @@ class McpServer:
 
     async def start(self) -> None:
         """Start and list the tools (once); on failure `error` says why."""
+        if self.error is not None:
+            return  # known not to start (see static_problem)
         if self._task is None:
             self._task = asyncio.create_task(self._own(), name=f"mcp server {self.name}")
         await self._ready.wait()
