@@ -38,7 +38,7 @@ from pensieve.preflight import RunOptions, preflight, preflight_warnings, select
 from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES, Stage
 from pensieve.staleness import input_hashes
 from pensieve.status import Status, Usage, load_status, save_status
-from pensieve.tool_matrix import CANONICAL, Column, is_pattern, resolve_column
+from pensieve.tool_matrix import Column, resolve_column
 from pensieve.tools import offered_tools
 from pensieve.tools.registry import RunResources, Tool, ToolContext
 from pensieve.topics.capture import capture_on_complete
@@ -159,75 +159,25 @@ class Runner:
         self.events.emit(EventKind.STAGE_START, stage.name, model=model, attempt=entry.attempts)
         return model
 
-    def _check_mcp_servers(self, selected: list[str]) -> None:
-        """Before the first stage: the servers the selected stages may use that cannot start
-        (their program is not found) or lack a variable they are given, said now. A server
-        still starts only when the first stage that may use it begins."""
-        servers = self.settings.mcp.servers
-        if not servers:
-            return
-        from pensieve.tools.mcp import McpServers, static_problem
-
-        needed: list[str] = []
-        for name in selected:
-            column = resolve_column(name, BY_NAME[name].tools, self.settings)
-            needed.extend(s for s in column.servers(servers) if s not in needed)
-        for name in needed:
-            problem, fatal = static_problem(servers[name], self.environ)
-            if problem is None:
-                continue
-            if fatal:
-                if self.resources.mcp is None:
-                    self.resources.mcp = self.mcp = McpServers(self.settings, self.environ)
-                self.resources.mcp.servers[name].error = problem
-                self.resources.mcp.reported.add(name)
-                self.events.emit(EventKind.MCP_SERVER, None, server=name, ok=False, error=problem)
-                self.events.note(f"mcp server {name!r} is not available: {problem}")
-            else:
-                self.events.note(f"mcp server {name!r}: {problem}")
-
-    async def _mcp_tools(self, column: Column) -> tuple[list[Tool], dict[str, str]]:
-        """The MCP tools of the stage's column, starting the servers it may use (once per
-        run); and, for each server that is not available, why."""
-        servers = column.servers(self.settings.mcp.servers)
-        if not servers:
-            return [], {}
+    def _mcp_servers(self) -> McpServers:
         if self.resources.mcp is None:
             from pensieve.tools.mcp import McpServers
 
             self.resources.mcp = self.mcp = McpServers(self.settings, self.environ)
-        manager = self.resources.mcp
-        failures = await manager.ensure(servers)
-        for name in servers:
-            if name in manager.reported:
-                continue
-            manager.reported.add(name)
-            server = manager.servers[name]
-            if server.error:
-                self.events.emit(EventKind.MCP_SERVER, column.stage, server=name, ok=False, error=server.error)
-                self.events.note(f"mcp server {name!r} is not available: {server.error}")
-            else:
-                tools = [t.canonical for t in server.tools]
-                self.events.emit(EventKind.MCP_SERVER, column.stage, server=name, ok=True, tools=tools)
-        self._note_unknown_mcp_names(column, manager)
-        missing = {f"mcp.{name}.*": f"mcp server {name!r} is not available: {why}" for name, why in failures.items()}
-        return manager.tools_for(column, set(CANONICAL)), missing
+        return self.resources.mcp
 
-    def _note_unknown_mcp_names(self, column: Column, manager: McpServers) -> None:
-        """A name in allow (not a pattern) that its server turned out not to have: said once."""
-        for wanted in column.allow:
-            parts = wanted.split(".", 2)
-            server = manager.servers.get(parts[1]) if len(parts) == 3 and parts[0] == "mcp" else None
-            if server is None or server.error or is_pattern(wanted):
-                continue
-            has = [t.canonical for t in server.tools]
-            key = f"{column.stage}:{wanted}"
-            if wanted not in has and key not in self.resources.noted:
-                self.resources.noted.add(key)
-                self.events.note(
-                    f"agents.{column.stage}.tools.allow names {wanted}, which mcp server {server.name!r} "
-                    f"does not have; it has: {', '.join(has) or 'no tools'}"
-                )
+    def _check_mcp_servers(self, selected: list[str]) -> None:
+        """Before the first stage: which MCP servers the selected stages may use cannot run."""
+        if self.settings.mcp.servers:
+            columns = [resolve_column(name, BY_NAME[name].tools, self.settings) for name in selected]
+            self._mcp_servers().precheck(columns, self.events)
+
+    async def _mcp_tools(self, column: Column) -> tuple[list[Tool], dict[str, str]]:
+        """The MCP tools of the stage's column, starting the servers it may use (once per
+        run); and, for each server that is not available, why."""
+        if not column.servers(self.settings.mcp.servers):
+            return [], {}
+        return await self._mcp_servers().open_for(column, self.events)
 
     def _build_agent_run(
         self,

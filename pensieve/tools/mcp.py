@@ -30,7 +30,7 @@ from urllib.parse import quote, urlsplit
 from pensieve.events import EventKind
 from pensieve.redact import scrub
 from pensieve.source_archive import SourceArchive
-from pensieve.tool_matrix import Column, cap_for, mcp_canonical, mcp_model_name
+from pensieve.tool_matrix import CANONICAL, Column, cap_for, is_pattern, mcp_canonical, mcp_model_name
 from pensieve.tools.registry import Tool, ToolContext, ToolError
 from pensieve.untrusted import cap, sanitize, wrap
 
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from mcp.client.session import ClientSession
 
     from pensieve.config import McpServerSettings, Settings
+    from pensieve.events import EventSink
 
 # A message larger than this ends the connection (the result cap applies well before).
 MAX_MESSAGE_BYTES = 64_000_000
@@ -385,6 +386,62 @@ class McpServers:
         }
         self._lock = asyncio.Lock()
         self.reported: set[str] = set()
+
+    def precheck(self, columns: list[Column], events: EventSink) -> None:
+        """Before the first stage: the servers these columns may use that cannot run at all
+        (marked failed, never started) or lack a variable they are given, said now."""
+        needed: list[str] = []
+        for column in columns:
+            needed.extend(s for s in column.servers(self.servers) if s not in needed)
+        for name in needed:
+            server = self.servers[name]
+            problem, fatal = static_problem(server.settings, server.environ)
+            if problem is None:
+                continue
+            if fatal:
+                server.error = problem
+                self.reported.add(name)
+                events.emit(EventKind.MCP_SERVER, None, server=name, ok=False, error=problem)
+                events.emit(EventKind.NOTE, None, message=f"mcp server {name!r} is not available: {problem}")
+            else:
+                events.emit(EventKind.NOTE, None, message=f"mcp server {name!r}: {problem}")
+
+    async def open_for(self, column: Column, events: EventSink) -> tuple[list[Tool], dict[str, str]]:
+        """Start the servers the column may use (those not started yet); its MCP tools, and
+        for each server that is not available, why (keyed `mcp.<server>.*`)."""
+        names = column.servers(self.servers)
+        failures = await self.ensure(names)
+        for name in names:
+            if name in self.reported:
+                continue
+            self.reported.add(name)
+            server = self.servers[name]
+            if server.error:
+                events.emit(EventKind.MCP_SERVER, column.stage, server=name, ok=False, error=server.error)
+                events.emit(EventKind.NOTE, None, message=f"mcp server {name!r} is not available: {server.error}")
+            else:
+                listed = [t.canonical for t in server.tools]
+                events.emit(EventKind.MCP_SERVER, column.stage, server=name, ok=True, tools=listed)
+        self._note_unknown_names(column, events)
+        missing = {f"mcp.{name}.*": f"mcp server {name!r} is not available: {why}" for name, why in failures.items()}
+        return self.tools_for(column, set(CANONICAL)), missing
+
+    def _note_unknown_names(self, column: Column, events: EventSink) -> None:
+        """A name in allow (not a pattern) that its server turned out not to have: said once."""
+        for wanted in column.allow:
+            parts = wanted.split(".", 2)
+            server = self.servers.get(parts[1]) if len(parts) == 3 and parts[0] == "mcp" else None
+            if server is None or server.error or is_pattern(wanted):
+                continue
+            has = [t.canonical for t in server.tools]
+            key = f"{column.stage}:{wanted}"
+            if wanted not in has and key not in self.reported:
+                self.reported.add(key)
+                message = (
+                    f"agents.{column.stage}.tools.allow names {wanted}, which mcp server {server.name!r} "
+                    f"does not have; it has: {', '.join(has) or 'no tools'}"
+                )
+                events.emit(EventKind.NOTE, None, message=message)
 
     async def ensure(self, names: list[str]) -> dict[str, str]:
         """Start the named servers not started yet (together); returns the failures."""
