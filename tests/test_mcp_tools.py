@@ -184,6 +184,9 @@ def test_researcher_uses_a_streamable_http_server(home: Home, http_wiki: HttpWik
     assert "mcp_wiki_search 2" in home.model.for_stage("researcher")[0].messages[0]["content"]  # told its cap
     offered = set(home.model.for_stage("researcher")[0].tool_names)
     assert {"mcp_wiki_search", "mcp_wiki_hang", "mcp_wiki_huge"} <= offered and "mcp_wiki_crash" not in offered
+    assert "mcp_wiki_wide" not in offered
+    notes = [e["message"] for e in read_events(home.project_dir(pid) / "events.jsonl") if e["kind"] == "note"]
+    assert "mcp server 'wiki': not offered, their input schemas are larger than 20,000 characters: wide" in notes
 
 
 def test_a_denied_tool_is_refused_at_dispatch_even_when_called_by_name(home: Home, http_wiki: HttpWiki) -> None:
@@ -388,6 +391,7 @@ def test_tools_command_starts_the_servers_to_list_their_tools_then_stops_them(
         "why": None,
     }
     assert "mcp.wiki.hang" not in tools and "mcp.docs.crash" not in tools
+    assert "mcp.docs.wide" not in tools  # its schema is too large to send on every turn
     assert tools["mcp.docs.hang"]["cap"] == 2 and tools["mcp.docs.hang"]["name"] == "mcp_docs_hang"
     assert tools["mcp.gone.*"]["available"] is False and "All connection attempts failed" in tools["mcp.gone.*"]["why"]
     assert data["servers"]["wiki"]["ok"] and not data["servers"]["gone"]["ok"]

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 # A message larger than this ends the connection (the result cap applies well before).
 MAX_MESSAGE_BYTES = 64_000_000
+MAX_SCHEMA_CHARS = 20_000  # a tool's input schema, sent to the model on every turn
 STOP_GRACE_S = 2.0  # after stdin closes, before SIGTERM; and again before SIGKILL
 _STDERR_TAIL = 300
 
@@ -187,6 +188,8 @@ class McpServer:
     error: str | None = None
     process: Any = None  # anyio Process of a stdio server
     transport_error: str | None = None
+    # Tools not offered because their schema is too large (MAX_SCHEMA_CHARS).
+    skipped: list[str] = field(default_factory=list)
     _session: ClientSession | None = None
     _task: asyncio.Task[None] | None = None
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
@@ -281,6 +284,9 @@ class McpServer:
             params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
             listed = await session.list_tools(params=params)
             for item in listed.tools:
+                if len(json.dumps(item.input_schema or {}, default=str)) > MAX_SCHEMA_CHARS:
+                    self.skipped.append(item.name)  # it would crowd the model's context on every turn
+                    continue
                 schema = dict(item.input_schema or {})
                 schema.setdefault("type", "object")
                 schema.setdefault("properties", {})
@@ -422,6 +428,12 @@ class McpServers:
             else:
                 listed = [t.canonical for t in server.tools]
                 events.emit(EventKind.MCP_SERVER, column.stage, server=name, ok=True, tools=listed)
+                if server.skipped:
+                    message = (
+                        f"mcp server {name!r}: not offered, their input schemas are larger than "
+                        f"{MAX_SCHEMA_CHARS:,} characters: {', '.join(sanitize(n)[:80] for n in server.skipped)}"
+                    )
+                    events.emit(EventKind.NOTE, None, message=message)
         self._note_unknown_names(column, events)
         missing = {f"mcp.{name}.*": f"mcp server {name!r} is not available: {why}" for name, why in failures.items()}
         return self.tools_for(column, set(CANONICAL)), missing

@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
+from pydantic import Field
 
 WIKI_FACT = "The Falcon index rebuilds its HNSW graph every night at 02:00 UTC."
 HOSTILE = (
@@ -45,6 +47,11 @@ def build() -> MCPServer:
     def huge() -> str:
         """Return ten million characters."""
         return "lorem ipsum " * (BIG_CHARS // 12)
+
+    @server.tool()
+    def wide(query: Annotated[str, Field(description="A field described at length. " * 1000)] = "") -> str:
+        """A tool whose input schema is too large to offer (about 30,000 characters)."""
+        return "wide"
 
     @server.tool()
     def hostile(topic: str = "") -> str:
