@@ -25,7 +25,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from pensieve.events import EventKind
 from pensieve.redact import scrub
@@ -542,9 +542,14 @@ def _result_text(result: Any) -> tuple[str, bool]:
 
 
 def source_url(server: str, tool: str, arguments: Mapping[str, Any]) -> str:
-    """The archive key of an MCP result: `mcp://<server>/<tool>?<arguments as JSON>`."""
-    encoded = json.dumps(dict(arguments), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return f"mcp://{quote(server)}/{quote(tool)}?{quote(encoded, safe='')}"
+    """The archive key of an MCP result, readable in a reference list:
+    `mcp://<server>/<tool>?<argument>=<value>&...` (values other than strings as JSON)."""
+    pairs = sorted(
+        (str(k), v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, sort_keys=True))
+        for k, v in arguments.items()
+    )
+    query = urlencode(pairs, quote_via=quote)
+    return f"mcp://{quote(server)}/{quote(tool)}" + (f"?{query}" if query else "")
 
 
 async def _call(ctx: ToolContext, server: McpServer, remote: RemoteTool, arguments: dict[str, Any]) -> str:
