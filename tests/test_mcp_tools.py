@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pensieve.events import read_events
-from tests.conftest import Home
+from tests.conftest import MODEL_KEY, Home
 from tests.fakes.mcp_server import HOSTILE, WIKI_FACT, HttpWiki
 from tests.fakes.model_server import call, text
 
@@ -246,6 +246,7 @@ def test_a_server_that_crashes_mid_call_is_a_tool_error_naming_it(home: Home, tm
     pid = home.new("How the Falcon index is rebuilt")
     home.model.script(
         "researcher",
+        call("mcp_wiki_environment", {}),
         call("mcp_wiki_crash", {}),
         call("mcp_wiki_search", {"query": "falcon"}),
         call("write_project_file", {"filename": "research_notes.md", "content": NOTES.replace(" [S1]", "")}),
@@ -253,7 +254,11 @@ def test_a_server_that_crashes_mid_call_is_a_tool_error_naming_it(home: Home, tm
     )
     result = home.run("run", pid, "--until", "researcher", "--quiet")
     assert result.exit_code == 0, result.stderr
-    crashed, after = tool_results(home)[:2]
+    environment, crashed, after = tool_results(home)[:3]
+    # The server got a minimal environment and the variables named in `env`, not the model's key.
+    names = environment.split("variables: ", 1)[1].split("\n", 1)[0].split()
+    assert "PYTHONPATH" in names and "PATH" in names
+    assert "OPENAI_API_KEY" not in names and "PENSIEVE_HOME" not in names and MODEL_KEY not in environment
     assert crashed.startswith("Error: mcp server 'wiki' is not available: exited with status 3")
     assert after == crashed
     assert json.loads((home.project_dir(pid) / "status.json").read_text())["stages"]["researcher"]["status"] == (

@@ -49,6 +49,11 @@ def build() -> MCPServer:
         return "lorem ipsum " * (BIG_CHARS // 12)
 
     @server.tool()
+    def environment() -> str:
+        """The names of the environment variables the server was given."""
+        return "variables: " + " ".join(sorted(os.environ))
+
+    @server.tool()
     def wide(query: Annotated[str, Field(description="A field described at length. " * 1000)] = "") -> str:
         """A tool whose input schema is too large to offer (about 30,000 characters)."""
         return "wide"
