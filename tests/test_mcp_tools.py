@@ -19,7 +19,7 @@ import pytest
 from pensieve.events import read_events
 from tests.conftest import MODEL_KEY, Home
 from tests.fakes.mcp_server import HOSTILE, WIKI_FACT, HttpWiki
-from tests.fakes.model_server import call, text
+from tests.fakes.model_server import call, error, text
 
 REPO = Path(__file__).resolve().parent.parent
 NOTES = (
@@ -422,3 +422,15 @@ def test_a_server_that_cannot_run_at_all_is_said_before_the_first_stage(home: Ho
     assert result.stderr.count(said) == 1
     assert result.stderr.index(said) < result.stderr.index("refiner: started")
     assert tool_results(home)[0].startswith(f"Error: {said}")
+
+
+def test_a_failed_run_leaves_no_server_process(home: Home, tmp_path: Path) -> None:
+    pid_file = tmp_path / "failed.pids"
+    configure(home, {"wiki": stdio_server(pid_file)}, allow=["mcp.wiki.search"])
+    pid = home.new("How the Falcon index is rebuilt")
+    home.model.script("researcher", call("mcp_wiki_search", {"query": "falcon"}), error(400, "bad request"))
+    result = home.run("run", pid, "--quiet")
+    assert result.exit_code == 1, result.stderr
+    status = json.loads((home.project_dir(pid) / "status.json").read_text())
+    assert status["stages"]["researcher"]["status"] == "error"
+    assert_no_server_left(pid_file)
