@@ -296,3 +296,21 @@ def test_a_repair_turn_suggests_edit_project_file_when_the_stage_has_it(home: Ho
     home.run("run", pid, "--quiet")
     repair = home.model.for_stage("reviser")[2].messages[-1]["content"]
     assert "edit_project_file" in repair and 'filename "draft_v2.md"' in repair
+
+
+def test_mcp_arguments_are_checked_against_the_servers_schema() -> None:
+    from pensieve.tools.mcp import McpServer, RemoteTool, _as_tool
+
+    given = settings(mcp={"servers": WIKI}, limits={"mcp.wiki.*": 3})
+    server = McpServer("wiki", given.mcp.servers["wiki"], {}, 1.0)
+    schema = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
+    found = _as_tool(
+        server, RemoteTool("wiki", "search", "mcp.wiki.search", "Search", schema), "mcp_wiki_search", given
+    )
+    assert (found.canonical, found.origin, found.default_limit) == ("mcp.wiki.search", "mcp:wiki", 3)
+    assert found.validate({"query": "x"}) == {"query": "x"}
+    with pytest.raises(ToolError, match="'query' is a required property"):
+        found.validate({})
+    broken = {"type": "object", "properties": {"q": {"$ref": "#/$defs/missing"}}}
+    odd = _as_tool(server, RemoteTool("wiki", "odd", "mcp.wiki.odd", "Odd", broken), "mcp_wiki_odd", given)
+    assert odd.validate({"q": 1}) == {"q": 1}  # a broken schema of the server's: the server judges

@@ -498,8 +498,9 @@ def _as_tool(server: McpServer, remote: RemoteTool, name: str, settings: Setting
         except jsonschema.ValidationError as exc:
             where = ".".join(str(p) for p in exc.absolute_path) or "(arguments)"
             raise ToolError(f"{where}: {exc.message[:300]}") from None
-        except jsonschema.SchemaError:
-            pass  # the server's own schema is broken: let the server judge
+        except Exception:
+            # The server's own schema is broken (an unresolvable $ref, ...): the server judges.
+            return arguments
         return arguments
 
     async def function(ctx: ToolContext, **arguments: Any) -> str:
