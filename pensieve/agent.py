@@ -25,11 +25,15 @@ from pensieve.model_client import ModelClient
 from pensieve.source_archive import SourceArchive
 from pensieve.stages import Artifact
 from pensieve.textcalls import parse_text_tool_calls
+from pensieve.tool_matrix import cap_for
 from pensieve.tools import TOOL_NAMES, offered_tools
 from pensieve.tools.files import MAX_WRITE_CHARS
 from pensieve.tools.projects import document_title
 from pensieve.tools.registry import Tool, ToolContext
 from pensieve.web.catalog import CATALOG
+
+if TYPE_CHECKING:
+    from pensieve.config import Settings
 
 if TYPE_CHECKING:
     from pensieve.config import Settings
@@ -91,6 +95,8 @@ def has_sources(run: AgentRun) -> bool:
     ctx = run.ctx
     if SourceArchive(ctx.project.dir).entries():
         return True
+    if any(t.origin.startswith("mcp:") for t in run.tools):
+        return True  # what an MCP tool returns is archived as a source
     if Artifact.RESEARCH_NOTES in ctx.stage.reads:
         return False  # the research is done and fetched nothing
     search, _missing = offered_tools(("web_search",), ctx.settings, ctx.environ)
@@ -99,6 +105,9 @@ def has_sources(run: AgentRun) -> bool:
 
 def academic_configured(settings: Settings) -> bool:
     return any(CATALOG[name].kind == "academic" for name in settings.search.configured())
+def tool_cap(found: Tool, settings: Settings) -> int:
+    """A tool's per-stage call cap (pensieve.tool_matrix.cap_for)."""
+    return cap_for(found.name, found.canonical or found.name, found.default_limit, settings)
 
 
 def _write_by_round(max_rounds: int) -> int:
@@ -114,7 +123,7 @@ def system_prompt(run: AgentRun) -> str:
     missing = "".join(f"\n- {name} is not available in this run: {why}" for name, why in run.missing_tools.items())
     names = {t.name for t in run.tools}
     max_rounds = settings.max_rounds_for(stage.name)
-    caps = ", ".join(f"{t.name} {settings.limits.get(t.name, t.default_limit)}" for t in run.tools)
+    caps = ", ".join(f"{t.name} {tool_cap(t, settings)}" for t in run.tools)
     variables: dict[str, str | bool] = {
         "stage": stage.name,
         "project": run.ctx.project.id,
@@ -176,7 +185,7 @@ async def run_agent(run: AgentRun) -> str:
     pensieve.finishing); returns the model's final text (may be empty)."""
     settings = run.ctx.settings
     stage = run.ctx.stage.name
-    box = ToolBox(run.ctx, run.tools, settings.limits)
+    box = ToolBox(run.ctx, run.tools, {t.name: tool_cap(t, settings) for t in run.tools}, run.missing_tools)
     finisher = run.finisher
     system, task = system_prompt(run), task_message(run)
     finisher.prompts = (system, task)

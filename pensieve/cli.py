@@ -28,6 +28,7 @@ from pensieve.cli_support import (
     storage_error,
     workspace_of,
 )
+from pensieve.cli_tools import tools_command
 from pensieve.cli_topics import topics_app
 from pensieve.errors import PensieveError, UsageError
 
@@ -57,6 +58,7 @@ app = typer.Typer(
 )
 app.add_typer(topics_app)
 register_export(app)
+app.command("tools")(tools_command)
 
 
 def _read_brief(brief: str | None, file: Path | None) -> str:

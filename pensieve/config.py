@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pensieve.errors import UsageError, format_validation_error
 from pensieve.stages import BY_NAME, STAGE_NAMES
@@ -56,10 +56,60 @@ class LLMSettings(_Section):
     repair_turns: int = Field(default=2, ge=0)
 
 
+class ToolAccess(_Section):
+    """agents.<stage>.tools: canonical tool names or glob patterns (`mcp.wiki.*`) added to
+    the stage's default column (allow) or taken from it (deny; deny wins)."""
+
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
 class AgentSettings(_Section):
     model: str | None = None
     temperature: float | None = None
     max_rounds: int | None = Field(default=None, ge=1)
+    tools: ToolAccess | None = None
+
+
+class McpServerSettings(_Section):
+    """mcp.servers.<name>: a stdio server (`command`) or a streamable HTTP one (`url`)."""
+
+    command: list[str] | None = None  # the program and its arguments
+    # Names of environment variables passed through to the server (values never in the file).
+    env: list[str] = Field(default_factory=list)
+    url: str | None = None
+    # HTTP header name -> the environment variable holding its value.
+    headers_env: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = Field(default=30.0, gt=0)  # per call
+    max_result_chars: int = Field(default=50_000, ge=100)
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSettings:
+        if bool(self.command) == bool(self.url):
+            raise ValueError("give either command (a list: program and arguments) or url, not both or neither")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"url {self.url!r} must start with http:// or https://")
+        if self.headers_env and self.url is None:
+            raise ValueError("headers_env is for url servers")
+        return self
+
+
+class McpSettings(_Section):
+    servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+    # The per-stage call cap of an MCP tool that no `limits` entry names.
+    default_limit: int = Field(default=5, ge=0)
+    # How long a server has to start and list its tools.
+    startup_timeout_s: float = Field(default=20.0, gt=0)
+
+    @field_validator("servers")
+    @classmethod
+    def _server_names(cls, value: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
+        from pensieve.tool_matrix import SERVER_NAME
+
+        for name in value:
+            if not SERVER_NAME.match(name):
+                raise ValueError(f"server name {name!r}: use letters, digits, '-' and '_' (at most 32)")
+        return value
 
 
 class ArticleSettings(_Section):
@@ -209,6 +259,20 @@ def default_tool_limits() -> dict[str, int]:
     return {tool.name: tool.default_limit for tool in CATALOG}
 
 
+def _check_limit_key(name: str) -> str:
+    """A `limits` key as stored: a built-in's model-facing name for either of its names;
+    MCP names and patterns as written (matched when a tool's cap is looked up)."""
+    from pensieve.tool_matrix import CANONICAL, MODEL_FACING, pattern_builtins
+
+    if name in CANONICAL:
+        return name
+    if name in MODEL_FACING:
+        return MODEL_FACING[name]
+    if name.startswith(("mcp.", "mcp_")) or pattern_builtins(name):
+        return name
+    raise ValueError(f"unknown tool {name!r}; tools are: {', '.join(CANONICAL)}, mcp.<server>.<tool>, or a pattern")
+
+
 class Settings(_Section):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     agents: dict[str, AgentSettings] = Field(default_factory=dict)
@@ -221,6 +285,7 @@ class Settings(_Section):
     limits: dict[str, int] = Field(default_factory=default_tool_limits)
     check: CheckSettings = Field(default_factory=CheckSettings)
     contracts: ContractsSettings = Field(default_factory=ContractsSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
 
     @field_validator("agents")
     @classmethod
@@ -233,14 +298,40 @@ class Settings(_Section):
     @field_validator("limits")
     @classmethod
     def _known_tools(cls, value: dict[str, int]) -> dict[str, int]:
+        from fnmatch import fnmatchcase
+
+        from pensieve.tool_matrix import CANONICAL, is_pattern
+
         merged = default_tool_limits()
-        for name, cap in value.items():
-            if name not in merged:
-                raise ValueError(f"unknown tool {name!r}; tools are: {', '.join(merged)}")
+        given = {_check_limit_key(name): cap for name, cap in value.items()}
+        for name, cap in given.items():
             if cap < 0:
                 raise ValueError(f"limit for {name} must be >= 0")
-            merged[name] = cap
+        # A pattern sets the built-ins it matches; a name of its own wins over a pattern.
+        for key, cap in given.items():
+            if is_pattern(key):
+                for name, canonical in CANONICAL.items():
+                    if name in merged and name not in given and fnmatchcase(canonical, key):
+                        merged[name] = cap
+        merged.update(given)
         return merged
+
+    @model_validator(mode="after")
+    def _known_servers(self) -> Settings:
+        """agents.<stage>.tools and MCP names in limits must name something that exists."""
+        from pensieve.tool_matrix import check_pattern
+
+        servers = list(self.mcp.servers)
+        for stage, agent in self.agents.items():
+            if agent.tools is None:
+                continue
+            for kind in ("allow", "deny"):
+                for i, pattern in enumerate(getattr(agent.tools, kind)):
+                    check_pattern(pattern, servers, f"agents.{stage}.tools.{kind}[{i}]")
+        for key in self.limits:
+            if key.startswith("mcp."):
+                check_pattern(key, servers, f"limits.{key}")
+        return self
 
     def model_for(self, stage: str) -> str | None:
         agent = self.agents.get(stage)

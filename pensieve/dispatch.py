@@ -12,6 +12,7 @@ import json
 import time
 import zlib
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from pydantic import ValidationError
 
 from pensieve.errors import StageFailed, format_validation_error
 from pensieve.redact import scrub
+from pensieve.tool_matrix import mcp_model_name
 from pensieve.tools.registry import Tool, ToolContext, ToolError, render_result
 
 REPEAT_WARN = 3  # the third identical call is answered with a warning instead of a result
@@ -53,10 +55,18 @@ class ToolOutcome:
 
 
 class ToolBox:
-    def __init__(self, ctx: ToolContext, tools: list[Tool], limits: dict[str, int]) -> None:
+    def __init__(
+        self,
+        ctx: ToolContext,
+        tools: list[Tool],
+        limits: Mapping[str, int],
+        missing: Mapping[str, str] | None = None,
+    ) -> None:
         self.ctx = ctx
         self.tools = {t.name: t for t in tools}
         self.limits = limits
+        # Tools of the column that could not be offered, and why ("mcp.wiki.*": the server's failure).
+        self.missing = dict(missing or {})
         self.calls: Counter[str] = Counter()
         self.repeats: Counter[str] = Counter()
 
@@ -88,6 +98,16 @@ class ToolBox:
             )
         return None
 
+    def _missing_reason(self, name: str) -> str | None:
+        """Why a tool of this stage's column is not offered: a built-in by name, an MCP
+        tool by its server (`mcp_wiki_...` when the server 'wiki' is not available)."""
+        for key, why in self.missing.items():
+            if key == name:
+                return f"{name} is not available: {why}"
+            if key.startswith("mcp.") and key.endswith(".*") and name.startswith(mcp_model_name(key[4:-2], "")):
+                return why
+        return None
+
     async def call(self, name: str, raw_arguments: str) -> ToolOutcome:
         started = time.monotonic()
         stage = self.ctx.stage.name
@@ -97,6 +117,9 @@ class ToolBox:
         found = self.tools.get(name)
         if found is None:
             available = ", ".join(self.tools) or "none"
+            reason = self._missing_reason(name)
+            if reason:
+                return self._error(f"{reason}; available: {available}", started)
             return self._error(f"tool {name!r} is not available to {stage}; available: {available}", started)
         schema = json.dumps(found.schema, separators=(",", ":"))
         try:
@@ -115,8 +138,10 @@ class ToolBox:
             return self._error(f"invalid arguments for {name}: {problem}; schema: {schema}", started)
         except RecursionError:
             return self._error(f"arguments for {name} are nested too deeply; schema: {schema}", started)
+        except ToolError as exc:
+            return self._error(f"invalid arguments for {name}: {exc}; schema: {schema}", started)
 
-        cap = self.limits.get(name)
+        cap = self.limits.get(name, found.default_limit if found.origin != "built-in" else None)
         if cap is not None and self.calls[name] >= cap:
             return self._error(
                 f"{name} has reached its limit of {cap} calls for the {stage} stage (limits.{name}); "

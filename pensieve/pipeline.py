@@ -14,6 +14,7 @@ import contextlib
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pensieve import llm
 from pensieve.agent import AgentRun, run_agent
@@ -37,10 +38,14 @@ from pensieve.preflight import RunOptions, preflight, preflight_warnings, select
 from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES, Stage
 from pensieve.staleness import demote_missing, input_hashes
 from pensieve.status import Status, Usage, load_status, save_status
+from pensieve.tool_matrix import Column, resolve_column
 from pensieve.tools import offered_tools
-from pensieve.tools.registry import RunResources, ToolContext
+from pensieve.tools.registry import RunResources, Tool, ToolContext
 from pensieve.topics.capture import capture_on_complete
 from pensieve.workspace import Project, atomic_copy, atomic_write_text, remove_stale_temporaries
+
+if TYPE_CHECKING:
+    from pensieve.tools.mcp import McpServers
 
 # Hooks run once when a project completes (e.g. capturing it into the topic library).
 CompleteHook = Callable[[Project, Settings, EventSink], Awaitable[None]]
@@ -72,6 +77,7 @@ class Runner:
         self.events = EventBus(EventLog(project.events_path), reporter)
         self.status = load_status(project.status_path)
         self.resources = RunResources()  # web clients and one-time notes, shared by the stages
+        self.mcp: McpServers | None = None  # kept for the last-resort kill after the loop ends
         self.spent = Usage()  # this run alone
         # Stages whose citation check, finished by recover(), failed: sent back once.
         self.resend_after_recovery: dict[str, str] = {}
@@ -135,7 +141,10 @@ class Runner:
     async def run_stage(self, stage: Stage, extra_instructions: str = "") -> str | None:
         """Run one stage to a committed artifact. Returns what to tell the stage if its
         citation check failed in a way it can fix by running again, else None."""
-        run = self._build_agent_run(stage, self._begin(stage), extra_instructions)
+        column = resolve_column(stage.name, stage.tools, self.settings)
+        # The MCP servers it may use start first, so a failure is said before the stage begins.
+        mcp = await self._mcp_tools(column)
+        run = self._build_agent_run(stage, self._begin(stage), extra_instructions, column, mcp)
         try:
             await self._produce(stage, run)
         except StageFailed as exc:
@@ -165,7 +174,34 @@ class Runner:
         self.events.emit(EventKind.STAGE_START, stage.name, model=model, attempt=entry.attempts)
         return model
 
-    def _build_agent_run(self, stage: Stage, model: str, extra_instructions: str) -> AgentRun:
+    def _mcp_servers(self) -> McpServers:
+        if self.resources.mcp is None:
+            from pensieve.tools.mcp import McpServers
+
+            self.resources.mcp = self.mcp = McpServers(self.settings, self.environ)
+        return self.resources.mcp
+
+    def _check_mcp_servers(self, selected: list[str]) -> None:
+        """Before the first stage: which MCP servers the selected stages may use cannot run."""
+        if self.settings.mcp.servers:
+            columns = [resolve_column(name, BY_NAME[name].tools, self.settings) for name in selected]
+            self._mcp_servers().precheck(columns, self.events)
+
+    async def _mcp_tools(self, column: Column) -> tuple[list[Tool], dict[str, str]]:
+        """The MCP tools of the stage's column, starting the servers it may use (once per
+        run); and, for each server that is not available, why."""
+        if not column.servers(self.settings.mcp.servers):
+            return [], {}
+        return await self._mcp_servers().open_for(column, self.events)
+
+    def _build_agent_run(
+        self,
+        stage: Stage,
+        model: str,
+        extra_instructions: str,
+        column: Column,
+        mcp: tuple[list[Tool], dict[str, str]],
+    ) -> AgentRun:
         client = StageModelClient(
             stage=stage.name,
             model=model,
@@ -184,11 +220,13 @@ class Runner:
             summarize=client.summarize,
             resources=self.resources,
         )
-        tools, missing = offered_tools(stage.tools, self.settings, self.environ)
+        tools, missing = offered_tools(column.builtins, self.settings, self.environ)
         for name, why in missing.items():
             if name not in self.resources.noted:
                 self.resources.noted.add(name)
                 self.events.note(f"{name} is not available: {why}")
+        tools.extend(mcp[0])
+        missing.update(mcp[1])
         return AgentRun(
             ctx=ctx,
             tools=tools,
@@ -290,6 +328,7 @@ class Runner:
         self.status.status, self.status.error = "running", None
         self.save()
         result = RunResult(self.status)
+        self._check_mcp_servers(selected)
         try:
             await self._schedule(selected, result)
         finally:
@@ -397,7 +436,11 @@ def run_project(
     with project.run_lock():
         project.refuse_links()  # again under the lock: nothing Pensieve writes may be a link
         runner = Runner(project, settings, options, reporter, env)
-        return asyncio.run(runner.run(selected))
+        try:
+            return asyncio.run(runner.run(selected))
+        finally:
+            if runner.mcp is not None:
+                runner.mcp.kill_leftovers()  # whatever the loop could not close (no orphans)
 
 
 __all__ = [

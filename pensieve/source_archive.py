@@ -98,6 +98,9 @@ class ArchivedSource:
     published: str = ""
     arxiv_id: str = ""
     pmid: str = ""
+    # Where the text came from: "" for a fetched web page, "mcp:<server>/<tool>" for the
+    # result of an MCP tool (whose url is mcp://<server>/<tool>?<arguments>).
+    origin: str = ""
 
     @property
     def number(self) -> int:
@@ -122,7 +125,7 @@ def _source_from(values: dict[str, Any], **overrides: Any) -> ArchivedSource:
         data[name] = tuple(str(v) for v in value) if isinstance(value, list | tuple) else ()
     year = data.get("year")
     data["year"] = year if isinstance(year, int) and not isinstance(year, bool) else None
-    for name in ("venue", "doi", "publisher", "published", "arxiv_id", "pmid"):
+    for name in ("venue", "doi", "publisher", "published", "arxiv_id", "pmid", "origin"):
         data[name] = str(data.get(name) or "")
     return ArchivedSource(**data)
 
@@ -200,6 +203,7 @@ class SourceArchive:
         body: bytes,
         text: str,
         meta: SourceMeta | None = None,
+        origin: str = "",
     ) -> tuple[ArchivedSource, bool]:
         """Archive a fetch; a URL already archived keeps its id, and so does a page already
         archived under another URL (one id per page, whichever way it was reached first).
@@ -224,13 +228,15 @@ class SourceArchive:
             file=f"{SOURCES_DIR}/{source_id}.md",
             raw_file=raw_file,
             also=_other_urls(existing, url, final_url),
+            origin=origin,
             **_meta_fields((meta or SourceMeta()).filled_from(existing.meta if existing else SourceMeta())),
         )
         atomic_write_bytes(self.project_dir / raw_file, body)
         header = {
             k: list(v) if isinstance(v, tuple) else v
             for k, v in asdict(source).items()
-            if k != "file" and (k not in META_FIELDS or v)  # metadata only where known
+            # Metadata only where known; an MCP result's origin (a web page's front matter is unchanged).
+            if k != "file" and (k not in (*META_FIELDS, "origin") or v)
         }
         atomic_write_text(self.project_dir / source.file, render_front_matter(header, text, width=1_000_000))
         # The index is written last: a crash before it leaves files the next add overwrites.

@@ -199,3 +199,57 @@ async def write_project_file(ctx: ToolContext, filename: str, content: str) -> s
     except OSError as exc:
         raise ToolError(f"cannot write {name!r}: {exc.strerror}") from None
     return f"Wrote {name} ({len(content):,} characters)."
+
+
+@tool(default_limit=20)
+async def edit_project_file(ctx: ToolContext, filename: str, old_text: str, new_text: str) -> str:
+    """Replace one passage of a file you may write: old_text must occur exactly once.
+
+    For small fixes to a long document (a sentence, a citation, a heading) without writing
+    it all again. Give enough of the surrounding text to make old_text unique.
+
+    Args:
+        filename: Your output file (named in your instructions) or 'scratch/<name>'.
+        old_text: The exact text to replace, as it is in the file now.
+        new_text: The text to put in its place (may be empty to delete the passage).
+    """
+    relative = check_relative_name(filename)
+    name = str(relative)
+    if not old_text:
+        raise ToolError("old_text is empty; copy the exact passage to replace from the file")
+    if name == ctx.stage.writes:
+        target = staged_path(ctx, name)
+        # Before the stage has written its artifact, an edit starts from the committed one.
+        source = target if target.is_file() else ctx.project.dir / relative
+    elif relative.parts[0] == SCRATCH_DIR and len(relative.parts) > 1:
+        target = source = ctx.project.dir / relative
+    else:
+        raise ToolError(
+            f"{ctx.stage.name} may edit only {ctx.stage.writes!r} or files under 'scratch/'; {name!r} refused"
+        )
+    resolve_inside(ctx.project.dir, relative)
+    if not source.is_file():
+        raise ToolError(f"{name!r} does not exist yet; write it first with write_project_file")
+    try:
+        text = source.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise ToolError(f"cannot read {name!r}: {exc.strerror}") from None
+    found = text.count(old_text)
+    if found != 1:
+        where = "is not in" if found == 0 else f"occurs {found} times in"
+        raise ToolError(
+            f"old_text {where} {name!r} (found {found} occurrences; exactly one is needed); "
+            + (
+                "copy the passage exactly as the file has it (read_project_file shows it)"
+                if found == 0
+                else "include more of the surrounding text so that it matches only once"
+            )
+        )
+    updated = text.replace(old_text, new_text, 1)
+    if len(updated) > MAX_WRITE_CHARS:
+        raise ToolError(f"the edited file would be {len(updated):,} characters; the limit is {MAX_WRITE_CHARS:,}")
+    try:
+        atomic_write_text(target, updated)
+    except OSError as exc:
+        raise ToolError(f"cannot write {name!r}: {exc.strerror}") from None
+    return f"Edited {name}: replaced {len(old_text):,} characters with {len(new_text):,} ({len(updated):,} in all)."
