@@ -177,7 +177,7 @@ def test_an_index_without_metadata_still_loads(tmp_path: Path) -> None:
     for item in data["sources"]:
         for name in ("authors", "year", "venue", "doi", "publisher", "published", "arxiv_id", "pmid"):
             del item[name]
-        item["origin"] = "a field from a newer version"
+        item["flavour"] = "a field from a newer version"
     index.write_text(json.dumps(data))
     assert archive.entries() == [source]
     # A refetch that finds no metadata keeps what an earlier fetch knew.
