@@ -16,6 +16,7 @@ from rich.text import Text
 
 from pensieve import __version__
 from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, fail, guarded, out, print_json, workspace_of
+from pensieve.cli_batch import register as register_batch
 from pensieve.cli_topics import topics_app
 from pensieve.errors import PensieveError, UsageError
 
@@ -423,6 +424,9 @@ def root(
     ] = False,
 ) -> None:
     pass
+
+
+register_batch(app)  # batch, worker, queue (pensieve/cli_batch.py)
 
 
 def main() -> None:
