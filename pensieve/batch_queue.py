@@ -586,6 +586,8 @@ def project_workflow(job_input: dict[str, Any]) -> dict[str, Any]:
         outcome = stages_step(job_input, wave[-1])
         if outcome["status"] == "error":
             break
+    if job.until and outcome["status"] == "paused":
+        return {"status": "complete", "error": None, "until": job.until}  # done as far as asked
     return outcome
 
 
