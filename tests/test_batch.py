@@ -20,7 +20,7 @@ from pensieve.batch_queue import waves
 from pensieve.errors import UsageError
 from pensieve.stages import STAGE_NAMES
 from tests.conftest import MODEL_KEY, Home
-from tests.fakes.cli_process import child_env, exec_cli
+from tests.fakes.cli_process import child_env, exec_cli, fork_cli
 
 
 def _env(home: Home) -> dict[str, str]:
@@ -28,14 +28,12 @@ def _env(home: Home) -> dict[str, str]:
 
 
 def _batch(home: Home, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pensieve", "batch", *args],
-        env=_env(home),
-        cwd=home.path,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    """`pensieve batch ARGS` in a process forked from the warm forkserver (litellm imported)."""
+    out, err = home.path / "batch.out", home.path / "batch.err"
+    process = fork_cli(["batch", *args], _env(home), home.path, out, err)
+    process.join(timeout)
+    assert process.exitcode is not None, "batch did not finish"
+    return subprocess.CompletedProcess(args, process.exitcode, out.read_text(), err.read_text())
 
 
 def _status(home: Home, project: str) -> dict[str, object]:
@@ -173,7 +171,7 @@ def test_llm_max_concurrent_calls_caps_calls_in_flight_across_event_loops() -> N
 
 @pytest.mark.slow
 def test_a_batch_of_20_at_concurrency_5_completes_and_the_same_file_again_runs_nothing(home: Home) -> None:
-    home.configure(queue={"poll_interval_s": 0.2}, llm={"max_concurrent_calls": 4})
+    home.configure(queue={"poll_interval_s": 0.2}, llm={"max_concurrent_calls": 4}, contracts={"topic_semantic": False})
     path = _items_file(home, 20)
     first = _batch(home, str(path), "--concurrency", "5")
     assert first.returncode == 0, first.stderr[-3000:]
@@ -204,7 +202,7 @@ def test_a_batch_of_20_at_concurrency_5_completes_and_the_same_file_again_runs_n
 
 @pytest.mark.slow
 def test_a_batch_killed_mid_way_resumes_without_running_a_finished_stage_again(home: Home) -> None:
-    home.configure(queue={"poll_interval_s": 0.2})
+    home.configure(queue={"poll_interval_s": 0.2}, contracts={"topic_semantic": False})
     for stage in STAGE_NAMES:
         home.model.delay_s[stage] = 0.15
     path = _items_file(home, 4)
@@ -248,7 +246,7 @@ def test_a_batch_killed_mid_way_resumes_without_running_a_finished_stage_again(h
 
 @pytest.mark.slow
 def test_the_budget_stops_new_projects_and_failures_are_retried_on_request(home: Home) -> None:
-    home.configure(queue={"poll_interval_s": 0.2})
+    home.configure(queue={"poll_interval_s": 0.2}, contracts={"topic_semantic": False})
     path = _items_file(home, 3)
     ids = [item.project_id for item in read_items(path)]
     # The first project's drafter fails for good (400s are not retried).
@@ -288,3 +286,74 @@ def test_batch_list_and_help_import_no_dbos(home: Home) -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], env=_env(home), cwd=home.path, check=True, timeout=60)
+
+
+# -- several workers on PostgreSQL --------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_three_workers_on_postgres_a_killed_one_s_project_is_finished_by_another(home: Home, tmp_path: Path) -> None:
+    from pensieve.batch_queue import read_queue
+    from pensieve.workspace import open_workspace
+    from tests.fakes.postgres import postgres_server
+
+    home.configure(queue={"poll_interval_s": 0.2, "worker_timeout_s": 5}, contracts={"topic_semantic": False})
+    for stage in STAGE_NAMES:
+        home.model.delay_s[stage] = 0.2
+    path = _items_file(home, 4)
+    ids = [item.project_id for item in read_items(path)]
+    workspace = open_workspace(home.path, "default")
+    with postgres_server(tmp_path / "pg") as url:
+        env = {**_env(home), "PENSIEVE_QUEUE_URL": url}
+        workers = [
+            fork_cli(["worker", "--concurrency", "1"], env, home.path, home.path / f"w{i}.out", home.path / f"w{i}.err")
+            for i in range(3)
+        ]
+        deadline = time.monotonic() + 90
+        while len([r for r in read_queue(workspace, url)[1] if r.kind == "worker"]) < 3:
+            assert time.monotonic() < deadline, [(home.path / f"w{i}.err").read_text() for i in range(3)]
+            time.sleep(0.2)
+        batch = fork_cli(["batch", str(path), "--concurrency", "1"], env, home.path, home.path / "b.out", home.path / "b.err")
+
+        victim = None
+        while victim is None:
+            assert time.monotonic() < deadline + 60, (home.path / "b.err").read_text()
+            entries, rows = read_queue(workspace, url)
+            by_id = {r.executor_id: r for r in rows if r.kind == "worker"}
+            for entry in entries:
+                if entry.state == "running" and entry.executor_id in by_id:
+                    stages = _status(home, entry.project)["stages"]
+                    assert isinstance(stages, dict)
+                    if sum(s["status"] == "complete" for s in stages.values()) >= 2:
+                        victim = (entry.project, by_id[entry.executor_id])
+                        break
+            time.sleep(0.1)
+        project, worker_row = victim
+        os.kill(worker_row.pid, signal.SIGKILL)
+        stages = _status(home, project)["stages"]
+        assert isinstance(stages, dict)
+        done_at_kill = {name for name, entry in stages.items() if entry["status"] == "complete"}
+        counts_at_kill = _requests(home)
+        assert len(done_at_kill) < len(STAGE_NAMES)
+
+        batch.join(240)
+        assert batch.exitcode == 0, (home.path / "b.err").read_text()[-3000:]
+        assert "batch: 4 complete, 0 failed" in (home.path / "b.err").read_text()
+        after = _requests(home)
+        for stage in done_at_kill:
+            assert after[(project, stage)] == counts_at_kill[(project, stage)], stage
+        assert _status(home, project)["status"] == "complete"
+        entries, _rows = read_queue(workspace, url)
+        finished_by = {e.project: e.executor_id for e in entries}
+        assert finished_by[project] != worker_row.executor_id
+        assert {e.state for e in entries} == {"complete"} and {e.project for e in entries} == set(ids)
+
+        for process in workers:
+            if process.pid != worker_row.pid:
+                os.kill(process.pid, signal.SIGTERM)
+        for i, process in enumerate(workers):
+            process.join(30)
+            if process.pid != worker_row.pid:
+                assert process.exitcode == 0 and "stopped" in (home.path / f"w{i}.err").read_text()
+        for i in range(3):
+            assert "postgres@" not in (home.path / f"w{i}.err").read_text() or url in (home.path / f"w{i}.err").read_text()
