@@ -58,7 +58,9 @@ def _records(path: Path, text: str) -> list[tuple[int, Any]]:
             try:
                 found.append((number, json.loads(line)))
             except json.JSONDecodeError as exc:
-                raise UsageError(f"{path}:{number}: not a JSON object ({exc.msg}); write one JSON object a line") from None
+                raise UsageError(
+                    f"{path}:{number}: not a JSON object ({exc.msg}); write one JSON object a line"
+                ) from None
         return found
     if kind == "csv":
         reader = csv.DictReader(io.StringIO(text, newline=""))
@@ -66,9 +68,7 @@ def _records(path: Path, text: str) -> list[tuple[int, Any]]:
             header = reader.fieldnames or []
             unknown = [name for name in header if name not in FIELDS]
             if unknown:
-                raise UsageError(
-                    f"{path}:1: unknown column {unknown[0]!r}; columns are: {', '.join(FIELDS)}"
-                )
+                raise UsageError(f"{path}:1: unknown column {unknown[0]!r}; columns are: {', '.join(FIELDS)}")
             found = []
             for row in reader:
                 if None in row:  # more cells than the header has columns
@@ -165,7 +165,8 @@ def read_items(path: Path) -> list[BatchItem]:
         if item.project_id in seen:
             what = f"id {item.project_id!r}" if item.explicit_id else "brief"
             raise UsageError(
-                f"{path}:{item.line}: duplicate {what} (also on line {seen[item.project_id]}); give each item its own id"
+                f"{path}:{item.line}: duplicate {what} (also on line {seen[item.project_id]}); "
+                "give each item its own id"
             )
         seen[item.project_id] = item.line
     return items

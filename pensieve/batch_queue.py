@@ -100,7 +100,9 @@ def queue_url(settings: Settings, workspace: Workspace, environ: dict[str, str] 
     try:
         sa.make_url(url)
     except Exception:
-        raise UsageError(f"the queue URL {shown_url(url)} cannot be parsed; check PENSIEVE_QUEUE_URL / queue.url") from None
+        raise UsageError(
+            f"the queue URL {shown_url(url)} cannot be parsed; check PENSIEVE_QUEUE_URL / queue.url"
+        ) from None
     return url
 
 
@@ -191,9 +193,7 @@ class Registry:
 
     def beat(self, executor_id: str) -> None:
         with self.engine.begin() as conn:
-            conn.execute(
-                WORKERS.update().where(WORKERS.c.executor_id == executor_id).values(heartbeat_at=time.time())
-            )
+            conn.execute(WORKERS.update().where(WORKERS.c.executor_id == executor_id).values(heartbeat_at=time.time()))
 
     def remove(self, executor_ids: list[str]) -> None:
         if executor_ids:
@@ -295,7 +295,9 @@ class Worker:
             self._registry = Registry(self.url)
             now = time.time()
             self._registry.register(
-                WorkerRow(self.executor_id, self.workspace.name, self.kind, HOST, os.getpid(), self.concurrency, now, now)
+                WorkerRow(
+                    self.executor_id, self.workspace.name, self.kind, HOST, os.getpid(), self.concurrency, now, now
+                )
             )
             _WORKER = self
             DBOS(
@@ -308,17 +310,20 @@ class Worker:
                     "notification_listener_polling_interval_sec": min(1.0, self.settings.queue.poll_interval_s),
                 }
             )
-            DBOS.listen_queues([self.queue])
+            # Concurrency 0 (`batch --concurrency 0`): enqueue and watch; the workers run it all.
+            DBOS.listen_queues([self.queue] if self.concurrency else [])
             DBOS.launch()
             DBOS.register_queue(
                 self.queue,
-                worker_concurrency=self.concurrency,
+                worker_concurrency=self.concurrency or None,
                 polling_interval_sec=self.settings.queue.poll_interval_s,
-                on_conflict="always_update",
+                on_conflict="always_update" if self.concurrency else "never_update",
             )
         except Exception as exc:
             _WORKER = None
-            raise UsageError(f"cannot open the queue database {shown_url(self.url)}: {redact(str(exc), self.url)}") from None
+            raise UsageError(
+                f"cannot open the queue database {shown_url(self.url)}: {redact(str(exc), self.url)}"
+            ) from None
         self._reap()
         self._janitor = threading.Thread(target=self._janitor_loop, name="pensieve-janitor", daemon=True)
         self._janitor.start()
@@ -521,7 +526,6 @@ class Worker:
         with SetWorkflowID(wid):
             DBOS.enqueue_workflow(self.queue, project_workflow, job.as_input())
         return wid
-
 
     def plan(self, items: list[BatchItem], until: str | None, model: str | None, retry_failed: bool) -> list[Planned]:
         """Enqueue what each item's project still needs; attach to what is already queued."""

@@ -70,13 +70,20 @@ def _check_models(settings: Settings, model: str | None, item_models: set[str | 
 def batch(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="YAML, CSV or JSONL: brief, id, target_words, ...")],
     workspace: WorkspaceOpt = "default",
-    concurrency: ConcurrencyOpt = 4,
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            "--concurrency", "-c", min=0, max=256, help="Projects this process runs at once (0: the workers run them)."
+        ),
+    ] = 4,
     model: Annotated[str | None, typer.Option("--model", help="Model for items that name none.")] = None,
     until: Annotated[str | None, typer.Option("--until", help="Stop each project after this stage.")] = None,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Run failed projects again.")] = False,
     max_cost_usd: Annotated[
         float | None,
-        typer.Option("--max-cost-usd", help="Batch budget: no project starts past it; running ones finish their stage."),
+        typer.Option(
+            "--max-cost-usd", help="Batch budget: no project starts past it; running ones finish their stage."
+        ),
     ] = None,
 ) -> None:
     """Write an article for every item of FILE, N projects at once; resumable.
@@ -164,7 +171,7 @@ def _watch(worker: Worker, planned: list[Planned], stop: threading.Event) -> dic
                 )
         rows = []
         for p in planned:
-            state, error = states[p.project]
+            state = states[p.project][0]
             stage, cost, _ = _status_of(worker.workspace, p.project)
             rows.append((p.project, state, stage, cost, workers.get(p.project, "") if state == "running" else ""))
         if live is not None:
@@ -174,7 +181,9 @@ def _watch(worker: Worker, planned: list[Planned], stop: threading.Event) -> dic
                 line = f"{project}: {state}" + (f" at {stage}" if state == "running" and stage else "")
                 if printed.get(project) != line:
                     printed[project] = line
-                    err.print(line + (f" (${cost:.4f})" if cost is not None and state in TERMINAL else ""), markup=False)
+                    err.print(
+                        line + (f" (${cost:.4f})" if cost is not None and state in TERMINAL else ""), markup=False
+                    )
         return all(states[p.project][0] in TERMINAL for p in planned)
 
     if live is not None:
@@ -289,8 +298,14 @@ def queue(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -> None
                     for name, group in groups.items()
                 },
                 "workers": [
-                    {"executor_id": w.executor_id, "kind": w.kind, "host": w.host, "pid": w.pid,
-                     "concurrency": w.concurrency, "heartbeat_at": w.heartbeat_at}
+                    {
+                        "executor_id": w.executor_id,
+                        "kind": w.kind,
+                        "host": w.host,
+                        "pid": w.pid,
+                        "concurrency": w.concurrency,
+                        "heartbeat_at": w.heartbeat_at,
+                    }
                     for w in workers
                 ],
             }

@@ -16,8 +16,6 @@ import pytest
 import yaml
 
 from pensieve.batch_items import read_items, stable_id
-from pensieve.batch_queue import waves
-from pensieve.errors import UsageError
 from pensieve.stages import STAGE_NAMES
 from tests.conftest import MODEL_KEY, Home
 from tests.fakes.cli_process import child_env, exec_cli, fork_cli
@@ -61,7 +59,11 @@ def _items_file(home: Home, n: int, name: str = "items.yaml") -> Path:
     ("name", "content", "expected"),
     [
         ("b.yaml", "- brief: one\n- id: x\n  audience: devs\n", "b.yaml:2: missing brief"),
-        ("b.yaml", "- {brief: a, id: same}\n- {brief: b, id: same}\n", "b.yaml:2: duplicate id 'same' (also on line 1)"),
+        (
+            "b.yaml",
+            "- {brief: a, id: same}\n- {brief: b, id: same}\n",
+            "b.yaml:2: duplicate id 'same' (also on line 1)",
+        ),
         ("b.yaml", "- brief: a\n- brief: b\n  colour: red\n", "b.yaml:2: unknown field 'colour'"),
         ("b.yaml", "- brief: a\n- brief: [unclosed\n", "b.yaml:3: bad YAML"),
         ("b.csv", "brief,colour\nabc,red\n", "b.csv:1: unknown column 'colour'"),
@@ -94,8 +96,11 @@ def test_items_from_yaml_csv_and_jsonl_get_stable_ids(tmp_path: Path) -> None:
     (tmp_path / "a.jsonl").write_text('{"brief": "Why B-trees still matter", "model": "openai/x"}\n')
     yaml_items = read_items(tmp_path / "a.yaml")
     csv_item, jsonl_item = read_items(tmp_path / "a.csv")[0], read_items(tmp_path / "a.jsonl")[0]
-    assert yaml_items[0].project_id == csv_item.project_id == jsonl_item.project_id == stable_id(
-        "Why B-trees still matter\n"
+    assert (
+        yaml_items[0].project_id
+        == csv_item.project_id
+        == jsonl_item.project_id
+        == stable_id("Why B-trees still matter\n")
     )
     assert yaml_items[0].project_id.startswith("why-b-trees-still-matter-")
     assert yaml_items[1].project_id == "tries"
@@ -114,6 +119,8 @@ def test_an_existing_project_with_another_brief_is_refused(home: Home) -> None:
 
 
 def test_waves_follow_the_stage_graph() -> None:
+    from pensieve.batch_queue import waves  # imports DBOS: only inside the test
+
     groups = waves()
     assert [name for group in groups for name in group] == list(STAGE_NAMES)
     assert ["content_reviewer", "fact_checker", "style_reviewer"] in groups
@@ -313,7 +320,9 @@ def test_three_workers_on_postgres_a_killed_one_s_project_is_finished_by_another
         while len([r for r in read_queue(workspace, url)[1] if r.kind == "worker"]) < 3:
             assert time.monotonic() < deadline, [(home.path / f"w{i}.err").read_text() for i in range(3)]
             time.sleep(0.2)
-        batch = fork_cli(["batch", str(path), "--concurrency", "1"], env, home.path, home.path / "b.out", home.path / "b.err")
+        batch = fork_cli(
+            ["batch", str(path), "--concurrency", "1"], env, home.path, home.path / "b.out", home.path / "b.err"
+        )
 
         victim = None
         while victim is None:
@@ -349,11 +358,13 @@ def test_three_workers_on_postgres_a_killed_one_s_project_is_finished_by_another
         assert {e.state for e in entries} == {"complete"} and {e.project for e in entries} == set(ids)
 
         for process in workers:
-            if process.pid != worker_row.pid:
+            if process.pid is not None and process.pid != worker_row.pid:
                 os.kill(process.pid, signal.SIGTERM)
         for i, process in enumerate(workers):
             process.join(30)
             if process.pid != worker_row.pid:
                 assert process.exitcode == 0 and "stopped" in (home.path / f"w{i}.err").read_text()
         for i in range(3):
-            assert "postgres@" not in (home.path / f"w{i}.err").read_text() or url in (home.path / f"w{i}.err").read_text()
+            assert (
+                "postgres@" not in (home.path / f"w{i}.err").read_text() or url in (home.path / f"w{i}.err").read_text()
+            )

