@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import os
 import socket
 import threading
@@ -135,6 +136,19 @@ def _engine(url: str) -> sa.Engine:
     if parsed.drivername.startswith("sqlite"):
         return sa.create_engine(parsed, connect_args={"timeout": 30})
     return sa.create_engine(parsed, pool_size=2, max_overflow=2, pool_pre_ping=True)
+
+
+class _RedactingFilter(logging.Filter):
+    """DBOS's own log lines never show the queue database's password."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.url = url
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = redact(record.getMessage(), self.url)
+        record.args = None
+        return True
 
 
 # -- who works the queue ------------------------------------------------------------------
@@ -300,6 +314,7 @@ class Worker:
                 )
             )
             _WORKER = self
+            logging.getLogger("dbos").addFilter(_RedactingFilter(self.url))
             DBOS(
                 config={
                     "name": APP_NAME,

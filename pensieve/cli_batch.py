@@ -12,14 +12,14 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, guarded, out, print_json, workspace_of
-from pensieve.errors import UsageError
+from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, fail, guarded, out, print_json, workspace_of
+from pensieve.errors import PensieveError, UsageError
 
 if TYPE_CHECKING:
     from pensieve.batch_queue import Planned, Worker
@@ -44,7 +44,7 @@ def _stop_on_signals() -> threading.Event:
     return stop
 
 
-def _exit_now(code: int) -> None:
+def _exit_now(code: int) -> NoReturn:
     """Leave without waiting for workflow threads parked by Worker.stop()."""
     sys.stdout.flush()
     sys.stderr.flush()
@@ -123,12 +123,17 @@ def batch(
     worker = Worker(ws, settings, url, concurrency, kind="batch", max_cost_usd=max_cost_usd)
     guarded(worker.start)
     try:
-        planned = guarded(lambda: worker.plan(items, until, model, retry_failed))
+        planned = worker.plan(items, until, model, retry_failed)
         states = _watch(worker, planned, stop)
-    except BaseException:
+    except PensieveError as exc:
+        worker.close()
+        fail(exc)
+    except BaseException:  # a bug: say where, then leave the queue as a crash would
+        import traceback
+
+        traceback.print_exc()
         worker.stop()
         _exit_now(1)
-        raise
     if stop.is_set():
         worker.stop()
         err.print("interrupted: run the same command again to continue where it stopped", markup=False)
@@ -161,6 +166,7 @@ def _watch(worker: Worker, planned: list[Planned], stop: threading.Event) -> dic
     workers: dict[str, str] = {}
     live = Live(console=err, refresh_per_second=4, transient=False) if err.is_terminal else None
     printed: dict[str, str] = {}
+    known: dict[str, tuple[str, str | None, float | None]] = {}
 
     def refresh() -> bool:
         if ids:
@@ -172,7 +178,11 @@ def _watch(worker: Worker, planned: list[Planned], stop: threading.Event) -> dic
         rows = []
         for p in planned:
             state = states[p.project][0]
-            stage, cost, _ = _status_of(worker.workspace, p.project)
+            if state == "running" or p.project not in known or known[p.project][0] != state:
+                # status.json is read for running projects, and once when a state changes.
+                stage, cost, _ = _status_of(worker.workspace, p.project)
+                known[p.project] = (state, stage, cost)
+            _, stage, cost = known[p.project]
             rows.append((p.project, state, stage, cost, workers.get(p.project, "") if state == "running" else ""))
         if live is not None:
             live.update(_table(rows))
@@ -190,7 +200,7 @@ def _watch(worker: Worker, planned: list[Planned], stop: threading.Event) -> dic
         live.start()
     try:
         while not refresh():
-            if stop.wait(worker.settings.queue.poll_interval_s):
+            if stop.wait(max(1.0, worker.settings.queue.poll_interval_s)):  # a person reads it
                 break
     finally:
         if live is not None:

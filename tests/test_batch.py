@@ -179,6 +179,8 @@ def test_llm_max_concurrent_calls_caps_calls_in_flight_across_event_loops() -> N
 @pytest.mark.slow
 def test_a_batch_of_20_at_concurrency_5_completes_and_the_same_file_again_runs_nothing(home: Home) -> None:
     home.configure(queue={"poll_interval_s": 0.2}, llm={"max_concurrent_calls": 4}, contracts={"topic_semantic": False})
+    for stage in ("content_reviewer", "fact_checker", "style_reviewer"):
+        home.model.delay_s[stage] = 0.1  # up to 15 reviewer calls could overlap without the cap
     path = _items_file(home, 20)
     first = _batch(home, str(path), "--concurrency", "5")
     assert first.returncode == 0, first.stderr[-3000:]
@@ -192,6 +194,9 @@ def test_a_batch_of_20_at_concurrency_5_completes_and_the_same_file_again_runs_n
     spans = sorted((r.started, r.finished, r.project) for r in home.model.requests)
     peak = max(len({p for s, f, p in spans if s <= start < f}) for start, _, _ in spans)
     assert peak <= 5
+    # llm.max_concurrent_calls 4: never more than 4 requests in flight at the model.
+    in_flight = max(sum(1 for s, f, _ in spans if s <= start < f) for start, _, _ in spans)
+    assert 2 <= in_flight <= 4
 
     seen = len(home.model.requests)
     again = _batch(home, str(path), "--concurrency", "5")
