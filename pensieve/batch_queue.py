@@ -19,7 +19,6 @@ Imported only by `batch`, `worker` and `queue`: DBOS and SQLAlchemy stay out of 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import logging
 import os
@@ -287,9 +286,7 @@ class Worker:
     spent: float = 0.0
     seen: dict[str, Seen] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _active: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
-    _loop: asyncio.AbstractEventLoop | None = None
-    _loop_thread: threading.Thread | None = None
+    _active: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = field(default_factory=dict)
     _parked: threading.Event = field(default_factory=threading.Event)
     _registry: Registry | None = None
     _janitor: threading.Thread | None = None
@@ -350,12 +347,12 @@ class Worker:
         self.stopping.set()
         with self._lock:
             running = list(self._active.values())
-        if running and self._loop is not None:
-            for task in running:
-                self._loop.call_soon_threadsafe(task.cancel)
-            deadline = time.monotonic() + grace_s
-            while time.monotonic() < deadline and any(not task.done() for task in running):
-                time.sleep(0.05)
+        for loop, task in running:
+            with contextlib.suppress(RuntimeError):  # a loop that has just closed
+                loop.call_soon_threadsafe(task.cancel)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and any(not task.done() for _, task in running):
+            time.sleep(0.05)
         self._janitor_stop.set()
         if self._registry is not None:
             with contextlib.suppress(Exception):
@@ -369,7 +366,6 @@ class Worker:
             self._janitor.join(timeout=5)
         with contextlib.suppress(Exception):
             DBOS.destroy(workflow_completion_timeout_sec=0)
-        self._close_loop()
         if self._registry is not None:
             with contextlib.suppress(Exception):
                 self._registry.remove([self.executor_id])
@@ -465,60 +461,30 @@ class Worker:
         return {"status": final.status, "error": final.error}
 
     def _run(self, project: str, work: Coroutine[Any, Any, Any]) -> Any:
-        """Run one pipeline coroutine on the process's shared event loop (litellm keeps
-        per-loop state, and one loop carries many I/O-bound projects); blocks this workflow
-        thread until it ends. stop() cancels it from another thread."""
+        """Run one pipeline coroutine on an event loop of its own in this workflow thread
+        (as asyncio.run would), so one project's file syncs never hold up the others;
+        stop() cancels it from another thread."""
 
         async def tracked() -> Any:
             task = asyncio.current_task()
             assert task is not None
             with self._lock:
-                self._active[project] = task
+                self._active[project] = (asyncio.get_running_loop(), task)
             if self.stopping.is_set():
                 task.cancel()
-            try:
-                return await work
-            finally:
-                with self._lock:
-                    self._active.pop(project, None)
+            return await work
 
-        future = asyncio.run_coroutine_threadsafe(tracked(), self._event_loop())
         try:
-            return future.result()
-        except (asyncio.CancelledError, concurrent.futures.CancelledError):
+            with asyncio.Runner() as runner:
+                return runner.run(tracked())
+        except asyncio.CancelledError:
             # stop(): the stage in flight marked itself interrupted. The workflow stays
             # PENDING for DBOS, so whoever works the queue next resumes it.
             self._park_if_stopping()
             raise
-
-    def _event_loop(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(target=loop.run_forever, name="pensieve-projects", daemon=True)
-                thread.start()
-                self._loop, self._loop_thread = loop, thread
-            return self._loop
-
-    def _close_loop(self) -> None:
-        loop, thread = self._loop, self._loop_thread
-        if loop is None or thread is None:
-            return
-
-        async def cancel_rest() -> None:  # what asyncio.run does at the end
-            rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in rest:
-                task.cancel()
-            await asyncio.gather(*rest, return_exceptions=True)
-            await loop.shutdown_asyncgens()
-
-        with contextlib.suppress(Exception):
-            asyncio.run_coroutine_threadsafe(cancel_rest(), loop).result(timeout=5)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=5)
-        if not thread.is_alive():
-            loop.close()
-        self._loop = self._loop_thread = None
+        finally:
+            with self._lock:
+                self._active.pop(project, None)
 
     def _park_if_stopping(self) -> None:
         """While the process stops, a workflow thread records nothing more: it waits here

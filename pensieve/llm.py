@@ -166,8 +166,50 @@ def _import_litellm() -> Any:
         litellm.telemetry = False
         for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx", "httpcore", "openai"):
             logging.getLogger(name).setLevel(logging.CRITICAL)
+        _one_logging_worker_per_loop()
         _litellm = litellm
     return _litellm
+
+
+class _PerLoopLoggingWorker:
+    """litellm queues its success logging on one global worker whose asyncio queue belongs
+    to one event loop; projects of a batch run on their own loops in their own threads, and
+    would fight over it ("bound to a different event loop"). This stands in for the global
+    worker and gives each running loop a worker of its own."""
+
+    def __init__(self, factory: Callable[[], Any], default: Any) -> None:
+        import weakref
+
+        self._factory = factory
+        self._default = default
+        self._workers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def _current(self) -> Any:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return self._default
+        with self._lock:
+            worker = self._workers.get(loop)
+            if worker is None:
+                worker = self._workers[loop] = self._factory()
+            return worker
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._current(), name)
+
+
+def _one_logging_worker_per_loop() -> None:
+    try:
+        from litellm.litellm_core_utils import logging_worker
+    except ImportError:  # another litellm layout: nothing to adapt
+        return
+    current = getattr(logging_worker, "GLOBAL_LOGGING_WORKER", None)
+    factory = getattr(logging_worker, "LoggingWorker", None)
+    if current is None or factory is None or isinstance(current, _PerLoopLoggingWorker):
+        return
+    setattr(logging_worker, "GLOBAL_LOGGING_WORKER", _PerLoopLoggingWorker(factory, current))  # noqa: B010
 
 
 # Sent as the API key to a server of one's own (llama.cpp's llama-server, vLLM, LM Studio,
