@@ -242,7 +242,7 @@ def test_a_batch_killed_mid_way_resumes_without_running_a_finished_stage_again(h
     done_at_kill = finished_stages()
     counts_at_kill = _requests(home)
     assert 6 <= len(done_at_kill) < 4 * len(STAGE_NAMES), done_at_kill
-    assert any(_status(home, p)["status"] == "running" for p in ids)  # killed mid-way
+    assert any(_status(home, p)["status"] != "complete" for p in ids)  # killed mid-way
 
     for stage in STAGE_NAMES:
         home.model.delay_s[stage] = 0.0
