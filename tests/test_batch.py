@@ -43,6 +43,18 @@ def _requests(home: Home) -> Counter[tuple[str | None, str]]:
     return Counter((r.project, r.stage) for r in home.model.requests if r.status == 200)
 
 
+def _complete_stages(home: Home, ids: list[str]) -> set[tuple[str, str]]:
+    done = set()
+    for project in ids:
+        try:
+            stages = _status(home, project)["stages"]
+        except (OSError, json.JSONDecodeError):
+            continue
+        assert isinstance(stages, dict)
+        done |= {(project, name) for name, entry in stages.items() if entry["status"] == "complete"}
+    return done
+
+
 def _items_file(home: Home, n: int, name: str = "items.yaml") -> Path:
     items = [{"brief": f"How storage engine {i} lays out pages on disk"} for i in range(n)]
     for i in range(0, n, 2):
@@ -224,22 +236,11 @@ def test_a_batch_killed_mid_way_resumes_without_running_a_finished_stage_again(h
     )
     deadline = time.monotonic() + 120
 
-    def finished_stages() -> set[tuple[str, str]]:
-        done = set()
-        for project in ids:
-            try:
-                stages = _status(home, project)["stages"]
-            except (OSError, json.JSONDecodeError):
-                continue
-            assert isinstance(stages, dict)
-            done |= {(project, name) for name, entry in stages.items() if entry["status"] == "complete"}
-        return done
-
-    while len(finished_stages()) < 6 and time.monotonic() < deadline:
+    while len(_complete_stages(home, ids)) < 6 and time.monotonic() < deadline:
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    done_at_kill = finished_stages()
+    done_at_kill = _complete_stages(home, ids)
     counts_at_kill = _requests(home)
     assert 6 <= len(done_at_kill) < 4 * len(STAGE_NAMES), done_at_kill
     assert any(_status(home, p)["status"] != "complete" for p in ids)  # killed mid-way
@@ -254,6 +255,41 @@ def test_a_batch_killed_mid_way_resumes_without_running_a_finished_stage_again(h
         assert after[(project, stage)] == counts_at_kill[(project, stage)], (project, stage)
     for project in ids:
         assert _status(home, project)["status"] == "complete"
+
+
+@pytest.mark.slow
+def test_an_interrupted_batch_marks_its_stages_interrupted_exits_130_and_resumes(home: Home) -> None:
+    home.configure(queue={"poll_interval_s": 0.2}, contracts={"topic_semantic": False})
+    for stage in STAGE_NAMES:
+        home.model.delay_s[stage] = 0.3
+    path = _items_file(home, 2)
+    ids = [item.project_id for item in read_items(path)]
+    out, err = home.path / "i.out", home.path / "i.err"
+    process = fork_cli(["batch", str(path), "--concurrency", "2"], _env(home), home.path, out, err)
+    deadline = time.monotonic() + 90
+    while len(_complete_stages(home, ids)) < 3:
+        assert time.monotonic() < deadline, err.read_text()
+        time.sleep(0.05)
+    assert process.pid is not None
+    os.kill(process.pid, signal.SIGINT)
+    process.join(60)
+    assert process.exitcode == 130, err.read_text()
+    assert "interrupted: run the same command again" in err.read_text()
+    for project in ids:
+        doc = _status(home, project)
+        assert doc["status"] != "running"
+        stages = doc["stages"]
+        assert isinstance(stages, dict)
+        assert all(entry["status"] != "running" for entry in stages.values())
+    done = _complete_stages(home, ids)
+    counts = _requests(home)
+
+    for stage in STAGE_NAMES:
+        home.model.delay_s[stage] = 0.0
+    resumed = _batch(home, str(path), "--concurrency", "2")
+    assert resumed.returncode == 0 and "batch: 2 complete, 0 failed" in resumed.stderr, resumed.stderr[-2000:]
+    after = _requests(home)
+    assert all(after[key] == counts[key] for key in done)
 
 
 @pytest.mark.slow
