@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pensieve import __version__
+from pensieve.cli_batch import register as register_batch
 from pensieve.cli_export import register as register_export
 from pensieve.cli_support import (
     JsonOpt,
@@ -57,8 +58,6 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(topics_app)
-register_export(app)
-app.command("tools")(tools_command)
 
 
 def _read_brief(brief: str | None, file: Path | None) -> str:
@@ -436,6 +435,12 @@ def check(
         out.print("ok: every citation checks out" if report.ok else f"{len(report.problems)} problem(s)", markup=False)
     if not report.ok:
         raise typer.Exit(1)
+
+
+# Commands that live in their own modules, listed after the core ones in --help.
+register_export(app)
+register_batch(app)  # batch, worker, queue (pensieve/cli_batch.py)
+app.command("tools")(tools_command)
 
 
 def version_callback(value: bool) -> None:

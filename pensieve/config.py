@@ -54,6 +54,9 @@ class LLMSettings(_Section):
     # Turns that tell the model exactly what is wrong with its artifact (its contract)
     # before the stage fails; a reminder to write the file at all comes on top, once.
     repair_turns: int = Field(default=2, ge=0)
+    # At most this many model calls in flight at once per provider (and api_base), shared by
+    # every project one process runs (`pensieve batch`, `pensieve worker`). null: no limit.
+    max_concurrent_calls: int | None = Field(default=None, ge=1)
 
 
 class ToolAccess(_Section):
@@ -223,6 +226,35 @@ class RunSettings(_Section):
     deadline_s: float | None = Field(default=None, gt=0)
 
 
+class QueueSettings(_Section):
+    """The durable queue of `pensieve batch` / `pensieve worker` (pensieve/batch_queue.py)."""
+
+    # sqlite:///path or postgresql://host/db. Unset: a SQLite file in the workspace. A URL
+    # with a password belongs in PENSIEVE_QUEUE_URL, never here.
+    url: str | None = None
+    # A worker whose heartbeat is older than this is dead; its projects go back on the queue.
+    worker_timeout_s: float = Field(default=15.0, ge=1)
+    # How often workers look for work, beat their heartbeat and check for dead workers.
+    poll_interval_s: float = Field(default=0.5, gt=0, le=30)
+
+    @field_validator("url")
+    @classmethod
+    def _no_password(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from urllib.parse import urlsplit
+
+        try:
+            password = urlsplit(value).password
+        except ValueError:
+            raise ValueError("not a database URL (sqlite:///path or postgresql://host/db)") from None
+        if password:
+            raise ValueError("holds a password; put the whole URL in the PENSIEVE_QUEUE_URL environment variable")
+        if not value.startswith(("sqlite:///", "postgresql://", "postgres://", "postgresql+psycopg://")):
+            raise ValueError("must be sqlite:///path or postgresql://host/db")
+        return value
+
+
 class CheckSettings(_Section):
     min_cited_paragraph_share: float = Field(default=0.5, ge=0, le=1)
     repolish_on_failure: bool = True
@@ -282,6 +314,7 @@ class Settings(_Section):
     topics: TopicsSettings = Field(default_factory=TopicsSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     run: RunSettings = Field(default_factory=RunSettings)
+    queue: QueueSettings = Field(default_factory=QueueSettings)
     limits: dict[str, int] = Field(default_factory=default_tool_limits)
     check: CheckSettings = Field(default_factory=CheckSettings)
     contracts: ContractsSettings = Field(default_factory=ContractsSettings)

@@ -14,6 +14,8 @@ import json
 import math
 import os
 import random
+import threading
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,6 +80,75 @@ class RetryPolicy:
         return min(backoff, self.max_wait_s)
 
 
+class CallGate:
+    """A counting semaphore shared by every thread and event loop of the process: each
+    project of a batch runs its own loop in its own thread, and all of them wait here for
+    one of a provider's `llm.max_concurrent_calls` slots. Waiters are served in order."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._in_use = 0
+        self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = deque()
+
+    @property
+    def in_use(self) -> int:
+        return self._in_use
+
+    async def acquire(self) -> None:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._in_use < self.limit and not self._waiters:
+                self._in_use += 1
+                return
+            future: asyncio.Future[None] = loop.create_future()
+            self._waiters.append((loop, future))
+        try:
+            await future  # the releaser counted the slot as ours before waking us
+        except asyncio.CancelledError:
+            with self._lock:
+                if (loop, future) in self._waiters:
+                    self._waiters.remove((loop, future))
+                    raise
+            self.release()  # woken and cancelled at once: hand the slot on
+            raise
+
+    def release(self) -> None:
+        with self._lock:
+            while self._waiters:
+                loop, future = self._waiters.popleft()
+                if loop.is_closed():
+                    continue
+                # The slot passes straight to the waiter (in_use unchanged).
+                loop.call_soon_threadsafe(_wake, future)
+                return
+            self._in_use -= 1
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+    # A future cancelled just before it is woken gives its slot back in acquire().
+
+
+_gates: dict[tuple[str, str, int], CallGate] = {}
+_gates_lock = threading.Lock()
+
+
+def provider_of(model: str) -> str:
+    return model.split("/", 1)[0].lower() if "/" in model else "openai"
+
+
+def call_gate(model: str, api_base: str | None, limit: int) -> CallGate:
+    """The process-wide gate of a provider (and api_base) for `llm.max_concurrent_calls`."""
+    key = (provider_of(model), (api_base or "").rstrip("/"), limit)
+    with _gates_lock:
+        gate = _gates.get(key)
+        if gate is None:
+            gate = _gates[key] = CallGate(limit)
+        return gate
+
+
 _litellm: Any = None
 
 
@@ -98,8 +169,50 @@ def _import_litellm() -> Any:
         litellm.telemetry = False
         for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx", "httpcore", "openai"):
             logging.getLogger(name).setLevel(logging.CRITICAL)
+        _one_logging_worker_per_loop()
         _litellm = litellm
     return _litellm
+
+
+class _PerLoopLoggingWorker:
+    """litellm queues its success logging on one global worker whose asyncio queue belongs
+    to one event loop; projects of a batch run on their own loops in their own threads, and
+    would fight over it ("bound to a different event loop"). This stands in for the global
+    worker and gives each running loop a worker of its own."""
+
+    def __init__(self, factory: Callable[[], Any], default: Any) -> None:
+        import weakref
+
+        self._factory = factory
+        self._default = default
+        self._workers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def _current(self) -> Any:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return self._default
+        with self._lock:
+            worker = self._workers.get(loop)
+            if worker is None:
+                worker = self._workers[loop] = self._factory()
+            return worker
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._current(), name)
+
+
+def _one_logging_worker_per_loop() -> None:
+    try:
+        from litellm.litellm_core_utils import logging_worker
+    except ImportError:  # another litellm layout: nothing to adapt
+        return
+    current = getattr(logging_worker, "GLOBAL_LOGGING_WORKER", None)
+    factory = getattr(logging_worker, "LoggingWorker", None)
+    if current is None or factory is None or isinstance(current, _PerLoopLoggingWorker):
+        return
+    setattr(logging_worker, "GLOBAL_LOGGING_WORKER", _PerLoopLoggingWorker(factory, current))  # noqa: B010
 
 
 # Sent as the API key to a server of one's own (llama.cpp's llama-server, vLLM, LM Studio,
@@ -396,8 +509,12 @@ async def complete(
     context_window: int | None = None,
     policy: RetryPolicy | None = None,
     on_retry: Callable[[LLMError, float], None] | None = None,
+    max_concurrent: int | None = None,
 ) -> LLMReply:
     """One model turn. Retries 429, 5xx, timeouts and connection errors; never 4xx.
+
+    `max_concurrent` (llm.max_concurrent_calls): each attempt first takes a slot of the
+    provider's process-wide gate, so a batch of projects never has more calls in flight.
 
     `context_window` (tokens) is sent to Ollama as `num_ctx`: without it Ollama runs the
     model with its own small default and silently drops the start of a long conversation."""
@@ -424,12 +541,20 @@ async def complete(
         kwargs["temperature"] = temperature
     if max_tokens is not None and (supported is None or "max_tokens" in supported):
         kwargs["max_tokens"] = max_tokens
+    gate = call_gate(model, api_base, max_concurrent) if max_concurrent else None
     attempt = 0
     while True:
         attempt += 1
         try:
             # The outer deadline catches a server that accepts the call and never answers.
-            response = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=timeout_s + 5)
+            if gate is None:
+                response = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=timeout_s + 5)
+            else:
+                await gate.acquire()
+                try:
+                    response = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=timeout_s + 5)
+                finally:
+                    gate.release()
             return _parse(litellm, response, model)
         except asyncio.CancelledError:
             raise

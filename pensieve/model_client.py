@@ -89,6 +89,7 @@ class StageModelClient:
                 context_window=self.context_window,
                 policy=self._policy(),
                 on_retry=self._on_retry,
+                max_concurrent=self.settings.llm.max_concurrent_calls,
             )
         except llm.LLMError as error:
             self.events.emit(

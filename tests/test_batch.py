@@ -1,0 +1,411 @@
+"""`pensieve batch`, `pensieve queue` and the batch file: real CLI processes, the fake model
+on 127.0.0.1, the default SQLite queue in the workspace (DBOS for real)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pensieve.batch_items import read_items, stable_id
+from pensieve.stages import STAGE_NAMES
+from tests.conftest import MODEL_KEY, Home
+from tests.fakes.cli_process import child_env, exec_cli, fork_cli
+
+
+def _env(home: Home) -> dict[str, str]:
+    return child_env(home.path, {"OPENAI_API_KEY": MODEL_KEY})
+
+
+def _batch(home: Home, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """`pensieve batch ARGS` in a process forked from the warm forkserver (litellm imported)."""
+    out, err = home.path / "batch.out", home.path / "batch.err"
+    process = fork_cli(["batch", *args], _env(home), home.path, out, err)
+    process.join(timeout)
+    assert process.exitcode is not None, "batch did not finish"
+    return subprocess.CompletedProcess(args, process.exitcode, out.read_text(), err.read_text())
+
+
+def _status(home: Home, project: str) -> dict[str, object]:
+    data: dict[str, object] = json.loads((home.project_dir(project) / "status.json").read_text())
+    return data
+
+
+def _requests(home: Home) -> Counter[tuple[str | None, str]]:
+    return Counter((r.project, r.stage) for r in home.model.requests if r.status == 200)
+
+
+def _complete_stages(home: Home, ids: list[str]) -> set[tuple[str, str]]:
+    done = set()
+    for project in ids:
+        try:
+            stages = _status(home, project)["stages"]
+        except (OSError, json.JSONDecodeError):
+            continue
+        assert isinstance(stages, dict)
+        done |= {(project, name) for name, entry in stages.items() if entry["status"] == "complete"}
+    return done
+
+
+def _items_file(home: Home, n: int, name: str = "items.yaml") -> Path:
+    items = [{"brief": f"How storage engine {i} lays out pages on disk"} for i in range(n)]
+    for i in range(0, n, 2):
+        items[i]["id"] = f"engine-{i}"
+    path = home.path / name
+    path.write_text(yaml.safe_dump(items))
+    return path
+
+
+# -- the batch file -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("b.yaml", "- brief: one\n- id: x\n  audience: devs\n", "b.yaml:2: missing brief"),
+        (
+            "b.yaml",
+            "- {brief: a, id: same}\n- {brief: b, id: same}\n",
+            "b.yaml:2: duplicate id 'same' (also on line 1)",
+        ),
+        ("b.yaml", "- brief: a\n- brief: b\n  colour: red\n", "b.yaml:2: unknown field 'colour'"),
+        ("b.yaml", "- brief: a\n- brief: [unclosed\n", "b.yaml:3: bad YAML"),
+        ("b.csv", "brief,colour\nabc,red\n", "b.csv:1: unknown column 'colour'"),
+        ("b.csv", "brief,id\nfirst,a\n,b\n", "b.csv:3: missing brief"),
+        ("b.jsonl", '{"brief": "a"}\n\n{"brief": "b"\n', "b.jsonl:3: not a JSON object"),
+        ("b.jsonl", '{"brief": "a"}\n{"brief": "a"}\n', "b.jsonl:2: duplicate brief (also on line 1)"),
+        ("b.jsonl", '{"brief": "a", "target_words": 5}\n', "b.jsonl:1: target_words must be at least 100"),
+        ("b.txt", "brief: a\n", "not a YAML, CSV or JSONL file"),
+    ],
+)
+def test_bad_batch_files_are_refused_naming_the_line_before_anything_is_created(
+    home: Home, name: str, content: str, expected: str
+) -> None:
+    path = home.path / name
+    path.write_text(content)
+    result = home.run("batch", str(path))
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+    workspace = home.path / "workspaces" / "default"
+    assert not (workspace / "projects").exists() or not any((workspace / "projects").iterdir())
+    assert not (workspace / "queue.sqlite").exists()
+    assert home.model.requests == []
+
+
+def test_items_from_yaml_csv_and_jsonl_get_stable_ids(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text("items:\n  - brief: Why B-trees still matter\n  - {brief: Tries, id: tries}\n")
+    (tmp_path / "a.csv").write_text("brief,id,target_words,audience,model\nWhy B-trees still matter,,900,DBAs,\n")
+    (tmp_path / "a.jsonl").write_text('{"brief": "Why B-trees still matter", "model": "openai/x"}\n')
+    yaml_items = read_items(tmp_path / "a.yaml")
+    csv_item, jsonl_item = read_items(tmp_path / "a.csv")[0], read_items(tmp_path / "a.jsonl")[0]
+    assert (
+        yaml_items[0].project_id
+        == csv_item.project_id
+        == jsonl_item.project_id
+        == stable_id("Why B-trees still matter\n")
+    )
+    assert yaml_items[0].project_id.startswith("why-b-trees-still-matter-")
+    assert yaml_items[1].project_id == "tries"
+    assert (csv_item.target_words, csv_item.audience, csv_item.model) == (900, "DBAs", None)
+    assert jsonl_item.model == "openai/x"
+    assert stable_id("Another brief") != stable_id("Why B-trees still matter")
+
+
+def test_an_existing_project_with_another_brief_is_refused(home: Home) -> None:
+    home.new("Something else entirely", "--id", "taken")
+    path = home.path / "b.yaml"
+    path.write_text("- {brief: A new brief, id: taken}\n")
+    result = home.run("batch", str(path))
+    assert result.exit_code == 2
+    assert "b.yaml:1: project 'taken' already exists with another brief" in result.stderr
+
+
+def test_waves_follow_the_stage_graph() -> None:
+    from pensieve.batch_queue import waves  # imports DBOS: only inside the test
+
+    groups = waves()
+    assert [name for group in groups for name in group] == list(STAGE_NAMES)
+    assert ["content_reviewer", "fact_checker", "style_reviewer"] in groups
+    assert waves("outliner")[-1] == ["outliner"]
+
+
+def test_a_queue_url_with_a_password_in_the_config_is_refused(home: Home) -> None:
+    home.configure(queue={"url": "postgresql://pensieve:hunter22@db.example/pensieve"})
+    result = home.run("queue")
+    assert result.exit_code == 2
+    assert "PENSIEVE_QUEUE_URL" in result.stderr and "hunter22" not in result.stderr
+
+
+def test_an_unreachable_queue_database_is_reported_without_its_password(home: Home) -> None:
+    home.monkeypatch.setenv("PENSIEVE_QUEUE_URL", "postgresql://pensieve:s3cret-pw@127.0.0.1:9/pensieve")
+    result = home.run("queue")
+    assert result.exit_code == 2, result.stderr
+    assert "s3cret-pw" not in result.stderr and "cannot open the queue database" in result.stderr
+    assert "postgresql://pensieve:***@127.0.0.1:9/pensieve" in result.stderr
+
+
+def test_llm_max_concurrent_calls_caps_calls_in_flight_across_event_loops() -> None:
+    import asyncio
+    import threading
+
+    from pensieve.llm import CallGate
+
+    gate = CallGate(2)
+    peak = 0
+    lock = threading.Lock()
+
+    async def one() -> None:
+        nonlocal peak
+        await gate.acquire()
+        try:
+            with lock:
+                peak = max(peak, gate.in_use)
+            await asyncio.sleep(0.01)
+        finally:
+            gate.release()
+
+    async def many() -> None:
+        await asyncio.gather(*(one() for _ in range(10)))
+
+    threads = [threading.Thread(target=asyncio.run, args=(many(),)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert peak == 2 and gate.in_use == 0
+
+
+# -- batches for real -----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_batch_of_20_at_concurrency_5_completes_and_the_same_file_again_runs_nothing(home: Home) -> None:
+    home.configure(queue={"poll_interval_s": 0.2}, llm={"max_concurrent_calls": 4}, contracts={"topic_semantic": False})
+    for stage in ("content_reviewer", "fact_checker", "style_reviewer"):
+        home.model.delay_s[stage] = 0.1  # up to 15 reviewer calls could overlap without the cap
+    path = _items_file(home, 20)
+    first = _batch(home, str(path), "--concurrency", "5")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "batch: 20 complete, 0 failed" in first.stderr
+    ids = [item.project_id for item in read_items(path)]
+    for project in ids:
+        assert _status(home, project)["status"] == "complete"
+    counts = _requests(home)
+    assert {project for project, _ in counts} == set(ids)
+    # Never more than 5 projects at once: at most 5 distinct projects have a request in flight.
+    spans = sorted((r.started, r.finished, r.project) for r in home.model.requests)
+    peak = max(len({p for s, f, p in spans if s <= start < f}) for start, _, _ in spans)
+    assert peak <= 5
+    # llm.max_concurrent_calls 4: never more than 4 requests in flight at the model.
+    in_flight = max(sum(1 for s, f, _ in spans if s <= start < f) for start, _, _ in spans)
+    assert 2 <= in_flight <= 4
+
+    seen = len(home.model.requests)
+    again = _batch(home, str(path), "--concurrency", "5")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert len(home.model.requests) == seen  # nothing ran: zero model requests
+    assert "batch: 20 complete, 0 failed" in again.stderr
+    assert "20 projects (0 new)" in again.stderr
+
+    queue = subprocess.run(
+        [sys.executable, "-m", "pensieve", "queue", "--json"], env=_env(home), capture_output=True, text=True
+    )
+    data = json.loads(queue.stdout)
+    assert len(data["complete"]) == 20 and data["queued"] == data["running"] == data["failed"] == []
+
+
+@pytest.mark.slow
+def test_a_batch_killed_mid_way_resumes_without_running_a_finished_stage_again(home: Home) -> None:
+    home.configure(queue={"poll_interval_s": 0.2}, contracts={"topic_semantic": False})
+    for stage in STAGE_NAMES:
+        home.model.delay_s[stage] = 0.15
+    path = _items_file(home, 4)
+    ids = [item.project_id for item in read_items(path)]
+    proc = exec_cli(
+        ["batch", str(path), "--concurrency", "2"], _env(home), home.path, home.path / "o1", home.path / "e1"
+    )
+    deadline = time.monotonic() + 120
+
+    while len(_complete_stages(home, ids)) < 6 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_at_kill = _complete_stages(home, ids)
+    counts_at_kill = _requests(home)
+    assert 6 <= len(done_at_kill) < 4 * len(STAGE_NAMES), done_at_kill
+    assert any(_status(home, p)["status"] != "complete" for p in ids)  # killed mid-way
+
+    for stage in STAGE_NAMES:
+        home.model.delay_s[stage] = 0.0
+    resumed = _batch(home, str(path), "--concurrency", "2")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "batch: 4 complete, 0 failed" in resumed.stderr
+    after = _requests(home)
+    for project, stage in done_at_kill:
+        assert after[(project, stage)] == counts_at_kill[(project, stage)], (project, stage)
+    for project in ids:
+        assert _status(home, project)["status"] == "complete"
+
+
+@pytest.mark.slow
+def test_an_interrupted_batch_marks_its_stages_interrupted_exits_130_and_resumes(home: Home) -> None:
+    home.configure(queue={"poll_interval_s": 0.2}, contracts={"topic_semantic": False})
+    for stage in STAGE_NAMES:
+        home.model.delay_s[stage] = 0.3
+    path = _items_file(home, 2)
+    ids = [item.project_id for item in read_items(path)]
+    out, err = home.path / "i.out", home.path / "i.err"
+    process = fork_cli(["batch", str(path), "--concurrency", "2"], _env(home), home.path, out, err)
+    deadline = time.monotonic() + 90
+    while len(_complete_stages(home, ids)) < 3:
+        assert time.monotonic() < deadline, err.read_text()
+        time.sleep(0.05)
+    assert process.pid is not None
+    os.kill(process.pid, signal.SIGINT)
+    process.join(60)
+    assert process.exitcode == 130, err.read_text()
+    assert "interrupted: run the same command again" in err.read_text()
+    for project in ids:
+        doc = _status(home, project)
+        assert doc["status"] != "running"
+        stages = doc["stages"]
+        assert isinstance(stages, dict)
+        assert all(entry["status"] != "running" for entry in stages.values())
+    done = _complete_stages(home, ids)
+    counts = _requests(home)
+
+    for stage in STAGE_NAMES:
+        home.model.delay_s[stage] = 0.0
+    resumed = _batch(home, str(path), "--concurrency", "2")
+    assert resumed.returncode == 0 and "batch: 2 complete, 0 failed" in resumed.stderr, resumed.stderr[-2000:]
+    after = _requests(home)
+    assert all(after[key] == counts[key] for key in done)
+
+
+@pytest.mark.slow
+def test_the_budget_stops_new_projects_and_failures_are_retried_on_request(home: Home) -> None:
+    home.configure(queue={"poll_interval_s": 0.2}, contracts={"topic_semantic": False})
+    path = _items_file(home, 3)
+    ids = [item.project_id for item in read_items(path)]
+    # The first project's drafter fails for good (400s are not retried).
+    home.model.always("drafter", {"status": 400, "body": "", "headers": {}})
+    # Any spend reaches a budget this small: the first project finishes its current stage,
+    # and no other project starts.
+    result = _batch(home, str(path), "--concurrency", "1", "--max-cost-usd", "0.0000001")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "not finished" in result.stderr and "batch budget reached" in result.stderr
+    started = {project for project, _ in _requests(home)}
+    assert len(started) == 1
+
+    failed = _batch(home, str(path), "--concurrency", "1", "--until", "drafter")
+    assert failed.returncode == 1
+    assert "batch: 0 complete, 3 failed" in failed.stderr and "--retry-failed" in failed.stderr
+    seen = len(home.model.requests)
+    not_retried = _batch(home, str(path), "--until", "drafter")
+    assert not_retried.returncode == 1 and len(home.model.requests) == seen
+
+    home.model.fallbacks.clear()
+    retried = _batch(home, str(path), "--until", "drafter", "--retry-failed")
+    assert retried.returncode == 0, retried.stderr[-3000:]
+    assert "batch: 3 complete, 0 failed" in retried.stderr
+    for project in ids:
+        doc = _status(home, project)
+        stages = doc["stages"]
+        assert isinstance(stages, dict)
+        assert stages["drafter"]["status"] == "complete" and stages["reviser"]["status"] == "pending"
+
+
+def test_batch_list_and_help_import_no_dbos(home: Home) -> None:
+    code = (
+        "import sys\nfrom typer.testing import CliRunner\nfrom pensieve.cli import app\n"
+        "for args in (['list'], ['batch', '--help'], ['queue', '--help']):\n"
+        "    assert CliRunner().invoke(app, args).exit_code == 0\n"
+        "bad = [m for m in ('dbos', 'litellm', 'torch', 'sqlalchemy') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], env=_env(home), cwd=home.path, check=True, timeout=60)
+
+
+# -- several workers on PostgreSQL --------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_three_workers_on_postgres_a_killed_one_s_project_is_finished_by_another(home: Home, tmp_path: Path) -> None:
+    from pensieve.batch_queue import read_queue
+    from pensieve.workspace import open_workspace
+    from tests.fakes.postgres import postgres_server
+
+    home.configure(queue={"poll_interval_s": 0.2, "worker_timeout_s": 5}, contracts={"topic_semantic": False})
+    for stage in STAGE_NAMES:
+        home.model.delay_s[stage] = 0.2
+    path = _items_file(home, 4)
+    ids = [item.project_id for item in read_items(path)]
+    workspace = open_workspace(home.path, "default")
+    with postgres_server(tmp_path / "pg") as url:
+        env = {**_env(home), "PENSIEVE_QUEUE_URL": url}
+        workers = [
+            fork_cli(["worker", "--concurrency", "1"], env, home.path, home.path / f"w{i}.out", home.path / f"w{i}.err")
+            for i in range(3)
+        ]
+        deadline = time.monotonic() + 90
+        while len([r for r in read_queue(workspace, url)[1] if r.kind == "worker"]) < 3:
+            assert time.monotonic() < deadline, [(home.path / f"w{i}.err").read_text() for i in range(3)]
+            time.sleep(0.2)
+        batch = fork_cli(
+            ["batch", str(path), "--concurrency", "1"], env, home.path, home.path / "b.out", home.path / "b.err"
+        )
+
+        victim = None
+        while victim is None:
+            assert time.monotonic() < deadline + 60, (home.path / "b.err").read_text()
+            entries, rows = read_queue(workspace, url)
+            by_id = {r.executor_id: r for r in rows if r.kind == "worker"}
+            for entry in entries:
+                if entry.state == "running" and entry.executor_id in by_id:
+                    stages = _status(home, entry.project)["stages"]
+                    assert isinstance(stages, dict)
+                    if sum(s["status"] == "complete" for s in stages.values()) >= 2:
+                        victim = (entry.project, by_id[entry.executor_id])
+                        break
+            time.sleep(0.1)
+        project, worker_row = victim
+        os.kill(worker_row.pid, signal.SIGKILL)
+        stages = _status(home, project)["stages"]
+        assert isinstance(stages, dict)
+        done_at_kill = {name for name, entry in stages.items() if entry["status"] == "complete"}
+        counts_at_kill = _requests(home)
+        assert len(done_at_kill) < len(STAGE_NAMES)
+
+        batch.join(240)
+        assert batch.exitcode == 0, (home.path / "b.err").read_text()[-3000:]
+        assert "batch: 4 complete, 0 failed" in (home.path / "b.err").read_text()
+        after = _requests(home)
+        for stage in done_at_kill:
+            assert after[(project, stage)] == counts_at_kill[(project, stage)], stage
+        assert _status(home, project)["status"] == "complete"
+        entries, _rows = read_queue(workspace, url)
+        finished_by = {e.project: e.executor_id for e in entries}
+        assert finished_by[project] != worker_row.executor_id
+        assert {e.state for e in entries} == {"complete"} and {e.project for e in entries} == set(ids)
+
+        for process in workers:
+            if process.pid is not None and process.pid != worker_row.pid:
+                os.kill(process.pid, signal.SIGTERM)
+        for i, process in enumerate(workers):
+            process.join(30)
+            if process.pid != worker_row.pid:
+                assert process.exitcode == 0 and "stopped" in (home.path / f"w{i}.err").read_text()
+        for i in range(3):
+            assert (
+                "postgres@" not in (home.path / f"w{i}.err").read_text() or url in (home.path / f"w{i}.err").read_text()
+            )
