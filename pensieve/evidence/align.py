@@ -104,7 +104,7 @@ def assess(
         missing = [f for f in facts if not context.has(f)]
         # Facts next to the passage count, but a passage that states them itself is better.
         aside = [f for f in facts if f.kind != "entity" and f not in missing and not own.has(f)]
-        penalty = sum(0.15 if f.kind != "entity" else 0.05 for f in missing) + 0.10 * len(aside)
+        penalty = sum(0.3 if f.kind != "entity" else 0.05 for f in missing) + 0.2 * len(aside)
         rank = float(sims[index]) - penalty
         if best is None or rank > best[0]:
             best = (rank, int(index), missing)

@@ -276,7 +276,7 @@ def present(fact: Fact, hay: Haystack) -> bool:
         # "14%" where the page writes "14 per cent" in other words, and "10" of "10-60%".
         if any(key.rstrip("%") in numbers or f"{key}%" in numbers for key in fact.keys):
             return True
-        return any(_close(key, numbers) for key in fact.keys)
+        return fact.kind == "number" and any(_close(key, numbers) for key in fact.keys)
     key = next(iter(fact.keys))
     if key in words or (len(key) > 3 and key in text_lower):
         return True
