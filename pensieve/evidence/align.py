@@ -205,13 +205,14 @@ def align_text(
     if not sentences:
         return alignment
     wanted = {sid for s in sentences for sid in s.ids if sid in sources}
-    windows = cache.windows({sid: sources[sid].text for sid in sorted(wanted)})
+    windows = cache.windows({sid: sources[sid].text for sid in sorted(wanted)}) if wanted else {}
     wholes = {sid: lexical.Haystack.of(sources[sid].text) for sid in wanted}
-    vectors = embedder().encode([s.claim or s.text for s in sentences])
+    # Without a single archived source among the citations there is nothing to embed.
+    vectors = embedder().encode([s.claim or s.text for s in sentences]) if wanted else [None] * len(sentences)
     for sentence, vector in zip(sentences, vectors, strict=True):
         citations = [
             assess(sentence.claim, vector, *windows[sid], sources[sid], thresholds, wholes[sid])
-            if sid in sources
+            if sid in wanted and vector is not None
             else Citation(sid, "unsupported", 0.0, None, reasons=[f"{sid} is not in the source archive"])
             for sid in sentence.ids
         ]
