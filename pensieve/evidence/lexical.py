@@ -85,16 +85,164 @@ _MAY_DATE = re.compile(r"\bmay\s+(?:\d{1,2},?\s+)?\d{4}\b|\b\d{1,2}\s+may\b", re
 _CAPITALISED = re.compile(r"(?<![\w'\u2019-])([A-Z][\w&'\u2019.-]*[\w&]|[A-Z])")
 _WORD = re.compile(r"[\w'\u2019-]+")
 _STOP = frozenset(
-    """a an the this that these those it its they their there then we our you your he she his her i
-    in on at for by with from to of and or but so yet as if when while although though because since
-    after before during until unlike like most many some several each every all both one no not none
-    however moreover still also thus therefore today yesterday now here what which who whom whose why how
-    where according instead despite beyond between among about above below under over into onto upon
-    overall meanwhile indeed finally first second third last next other another such even only just
-    researchers scientists experts studies study authors people users teams companies critics officials
-    is are was were be been being has have had do does did can could may might will would should must
-    unlike similarly likewise nevertheless nonetheless furthermore additionally consequently
-    chapter section figure table part appendix""".split()
+    [
+        "a",
+        "an",
+        "the",
+        "this",
+        "that",
+        "these",
+        "those",
+        "it",
+        "its",
+        "they",
+        "their",
+        "there",
+        "then",
+        "we",
+        "our",
+        "you",
+        "your",
+        "he",
+        "she",
+        "his",
+        "her",
+        "i",
+        "in",
+        "on",
+        "at",
+        "for",
+        "by",
+        "with",
+        "from",
+        "to",
+        "of",
+        "and",
+        "or",
+        "but",
+        "so",
+        "yet",
+        "as",
+        "if",
+        "when",
+        "while",
+        "although",
+        "though",
+        "because",
+        "since",
+        "after",
+        "before",
+        "during",
+        "until",
+        "unlike",
+        "like",
+        "most",
+        "many",
+        "some",
+        "several",
+        "each",
+        "every",
+        "all",
+        "both",
+        "one",
+        "no",
+        "not",
+        "none",
+        "however",
+        "moreover",
+        "still",
+        "also",
+        "thus",
+        "therefore",
+        "today",
+        "yesterday",
+        "now",
+        "here",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "how",
+        "where",
+        "according",
+        "instead",
+        "despite",
+        "beyond",
+        "between",
+        "among",
+        "about",
+        "above",
+        "below",
+        "under",
+        "over",
+        "into",
+        "onto",
+        "upon",
+        "overall",
+        "meanwhile",
+        "indeed",
+        "finally",
+        "first",
+        "second",
+        "third",
+        "last",
+        "next",
+        "other",
+        "another",
+        "such",
+        "even",
+        "only",
+        "just",
+        "researchers",
+        "scientists",
+        "experts",
+        "studies",
+        "study",
+        "authors",
+        "people",
+        "users",
+        "teams",
+        "companies",
+        "critics",
+        "officials",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "has",
+        "have",
+        "had",
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+        "may",
+        "might",
+        "will",
+        "would",
+        "should",
+        "must",
+        "unlike",
+        "similarly",
+        "likewise",
+        "nevertheless",
+        "nonetheless",
+        "furthermore",
+        "additionally",
+        "consequently",
+        "chapter",
+        "section",
+        "figure",
+        "table",
+        "part",
+        "appendix",
+    ]
 )
 NEGATION = re.compile(
     r"\b(?:not|no|never|none|neither|nor|cannot|without|nothing|nobody|fails?\s+to|failed\s+to|"
@@ -140,7 +288,7 @@ class Fact:
 
 
 def _number_keys(match: re.Match[str]) -> tuple[str, frozenset[str]]:
-    currency, whole, decimals, percent, scale = match.groups()
+    _currency, whole, decimals, percent, scale = match.groups()
     digits = whole.replace(",", "")
     value = float(f"{digits}.{decimals}" if decimals else digits)
     if scale:
@@ -169,7 +317,7 @@ def number_keys(text: str) -> set[str]:
         keys.add(f"{0.5 * _SCALES[match.group(1).lower()]:.6g}")
     for match in _MONTH_NAME.finditer(text):
         keys.add(f"month:{_MONTHS[match.group(1).lower()]}")
-    for match in _MAY_DATE.finditer(text):
+    if _MAY_DATE.search(text):
         keys.add("month:5")
     for match in re.finditer(r"\b(jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?\s+\d", text, re.I):
         keys.add(f"month:{_MONTHS[match.group(1).lower()]}")
@@ -202,7 +350,7 @@ def facts(sentence: str) -> list[Fact]:
         add(Fact(match.group(1), "number", frozenset({value})))
     for match in _MONTH_NAME.finditer(sentence):
         add(Fact(match.group(1), "date", frozenset({f"month:{_MONTHS[match.group(1).lower()]}"})))
-    for match in _MAY_DATE.finditer(sentence):
+    if _MAY_DATE.search(sentence):
         add(Fact("May", "date", frozenset({"month:5"})))
     words = list(_CAPITALISED.finditer(sentence))
     first_word = re.search(r"[A-Za-z]", sentence)
@@ -211,7 +359,7 @@ def facts(sentence: str) -> list[Fact]:
         lowered = token.lower()
         if not token or lowered in _STOP or lowered in _MONTHS or lowered in _WORDS:
             continue
-        special = token.isupper() and len(token) > 1 or any(c.isdigit() for c in token) or _inner_caps(token)
+        special = (token.isupper() and len(token) > 1) or any(c.isdigit() for c in token) or _inner_caps(token)
         at_start = first_word is not None and match.start() == first_word.start()
         if at_start and not special:
             following = words[position + 1] if position + 1 < len(words) else None

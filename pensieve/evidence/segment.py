@@ -31,8 +31,48 @@ _BOUNDARY = re.compile(
     r"[.!?][\"'\u201d\u2019)\]]*(?:[ \t]*\[[^\[\]\n]{1,80}\](?!\())*(?=\s+[\"'\u201c\u2018(\[*_]*[A-Z0-9])"
 )
 _ABBREVIATIONS = frozenset(
-    "e.g i.e etc al vs cf fig figs no nos dr mr mrs ms prof st jr sr inc ltd co corp approx ca est dept "
-    "jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k".split()
+    [
+        "e.g",
+        "i.e",
+        "etc",
+        "al",
+        "vs",
+        "cf",
+        "fig",
+        "figs",
+        "no",
+        "nos",
+        "dr",
+        "mr",
+        "mrs",
+        "ms",
+        "prof",
+        "st",
+        "jr",
+        "sr",
+        "inc",
+        "ltd",
+        "co",
+        "corp",
+        "approx",
+        "ca",
+        "est",
+        "dept",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+        "u.s",
+        "u.k",
+    ]
 )
 _MIN_SOURCE_SENTENCE = 25  # shorter pieces (menu items, captions) are merged with the next
 _MAX_SOURCE_SENTENCE = 600

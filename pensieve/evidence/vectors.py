@@ -8,6 +8,7 @@ old file or none); an unreadable or mis-shaped file is simply recomputed.
 
 from __future__ import annotations
 
+import contextlib
 import io
 from collections.abc import Callable
 from pathlib import Path
@@ -95,7 +96,6 @@ class VectorCache:
             return
         buffer = io.BytesIO()
         np.save(buffer, vectors, allow_pickle=False)
-        try:
+        # A read-only project still gets its evidence, only slower next time.
+        with contextlib.suppress(OSError):
             atomic_write_bytes(path, buffer.getvalue())
-        except OSError:
-            pass  # a read-only project still gets its evidence, only slower next time
