@@ -180,6 +180,8 @@ def _findings(missing_everywhere: list[str], citations: list[Citation]) -> list[
         if citation.verdict == "supported":
             continue
         reasons = [r for r in citation.reasons if not any(r.startswith(m.split(" is not in ")[0]) for m in findings)]
+        if not reasons and len(reasons) < len(citation.reasons):
+            continue  # already said: "14% is not in S3"
         label = "does not support it" if citation.verdict == "unsupported" else "supports it only weakly"
         text = f"{citation.source} {label}"
         if reasons:

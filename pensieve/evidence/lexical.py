@@ -443,8 +443,10 @@ def acronyms(text: str) -> set[str]:
     found = set()
     for match in _NAME_RUN.finditer(text):
         words = re.split(r"\s+", match.group(0))
-        found.add("".join(w[0] for w in words if w[:1].isupper()).lower())
-        found.add("".join(w[0] for w in words).lower())
+        for start in range(len(words)):  # "The Food and ..." is also "Food and ..."
+            if words[start][:1].isupper():
+                found.add("".join(w[0] for w in words[start:] if w[:1].isupper()).lower())
+                found.add("".join(w[0] for w in words[start:]).lower())
     return found
 
 

@@ -28,7 +28,7 @@ _LIST_MARKER = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)]|>)[ \t]+")
 # written after the stop: "... grew. [S3]") when whitespace and a capital, digit, quote or
 # bracket follow.
 _BOUNDARY = re.compile(
-    r"[.!?][\"'\u201d\u2019)\]]*(?:[ \t]*\[[^\[\]\n]{1,80}\](?!\())*(?=\s+[\"'\u201c\u2018(\[*_]*[A-Z0-9])"
+    r"[.!?][\"'\u201d\u2019)\]]*(?:[ \t]*\[[^\[\]\n]{1,80}\](?!\())*(?=\s+[\"'\u201c\u2018(\[*_]*[A-Z0-9]|\s*\Z)"
 )
 _ABBREVIATIONS = frozenset(
     [
