@@ -1,4 +1,4 @@
-"""evidence.json: what the alignment found, per artifact (see docs/evidence-schema.md).
+"""evidence.json: what the alignment found, per artifact (the format: README, "Claim-level evidence").
 
 Plain JSON in and out: `list`, `status` and `check` read the stored summaries through here
 without numpy, torch or the model. An entry whose artifact changed since it was computed
