@@ -270,3 +270,64 @@ def test_unsupported_final_sends_the_polisher_back_once_then_stays(web_home: Hom
     assert set(data["artifacts"]) == {"draft_v1.md", "draft_v2.md", "final.md"}
     assert web_home.run("evidence", pid, "--file", "outline.md").exit_code == 2
     assert web_home.run("evidence", "nope").exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("reply", "parsed"),
+    [
+        ("yes: the passage states it", ("yes", "the passage states it")),
+        ("Partly - the year is right, the figure is not.", ("partly", "the year is right, the figure is not.")),
+        ("**No**: nothing about layers", ("no", "nothing about layers")),
+        ("I think so", None),
+    ],
+)
+def test_judge_answers_are_parsed(reply: str, parsed: tuple[str, str] | None) -> None:
+    from pensieve.evidence.judge import parse_answer
+
+    assert parse_answer(reply) == parsed
+
+
+@pytest.mark.slow
+def test_the_judge_is_asked_about_doubtful_pairs_and_counted_in_the_stage(web_home: Home, site: FakeSite) -> None:
+    from tests.fakes.model_server import text
+
+    pid = web_home.new()
+    script_clean_run(web_home, site, draft=article(P1, INVENTED, P2) + TYPED_REFS)
+    web_home.configure(evidence={"judge": True, "max_judge_calls": 1})
+    web_home.model.script("summary", text("no: S1 gives no number of layers"))
+    assert web_home.run("run", pid, "--until", "drafter", "--quiet").exit_code == 0
+    judged = [
+        c
+        for s in json.loads((web_home.project_dir(pid) / EVIDENCE_FILE).read_text())["artifacts"]["draft_v1.md"][
+            "sentences"
+        ]
+        for c in s["citations"]
+        if c["judge"]
+    ]
+    assert judged == [
+        {
+            "source": "S1",
+            "verdict": "unsupported",
+            "score": judged[0]["score"],
+            "passage": judged[0]["passage"],
+            "missing": ["14"],
+            "judge": {"answer": "no", "reason": "S1 gives no number of layers"},
+        }
+    ]
+    asked = web_home.model.for_stage("summary")
+    assert len(asked) == 1 and "exactly 14 layers" in asked[0].messages[1]["content"]
+    assert "UNTRUSTED" in asked[0].messages[1]["content"]
+    drafter = status_of(web_home, pid)["stages"]["drafter"]["usage"]
+    assert drafter["calls"] == web_home.model.count("drafter") + 1
+
+
+@pytest.mark.slow
+def test_evidence_a_crash_left_missing_is_computed_when_the_run_resumes(web_home: Home, site: FakeSite) -> None:
+    pid = web_home.new()
+    script_clean_run(web_home, site, draft=article(P1, INVENTED, P2) + TYPED_REFS)
+    assert web_home.run("run", pid, "--until", "drafter", "--quiet").exit_code == 0
+    evidence = web_home.project_dir(pid) / EVIDENCE_FILE
+    evidence.unlink()  # as if the process died between the commit and the alignment
+    assert web_home.run("run", pid, "--until", "reviser", "--quiet").exit_code == 0
+    assert json.loads(evidence.read_text())["artifacts"]["draft_v1.md"]["summary"]["unsupported"] == 1
+    assert "14 is not in S1" in web_home.model.for_stage("reviser")[0].messages[1]["content"]

@@ -93,7 +93,8 @@ def assess(
     order = list(np.argsort(-sims)[:_CANDIDATES])
     numeric = [f for f in facts if f.kind in ("number", "date")]
     if numeric:
-        holding = [i for i, w in enumerate(windows) if any(lexical.number_keys(w.text) & f.keys for f in numeric)]
+        keys = _window_numbers(windows)
+        holding = [i for i in range(len(windows)) if any(keys[i] & f.keys for f in numeric)]
         holding.sort(key=lambda i: -float(sims[i]))
         order.extend(i for i in holding[:_FACT_CANDIDATES] if i not in order)
 
@@ -145,6 +146,21 @@ def assess(
     passage = {"text": window.text, "start": source.offset + window.start, "end": source.offset + window.end}
     shown = [f.surface for f in missing if f.kind != "entity" or not whole.has(f)]
     return Citation(source.id, verdict, score, passage, shown, reasons)
+
+
+_NUMBERS_OF: dict[int, tuple[list[Span], list[set[str]]]] = {}
+
+
+def _window_numbers(windows: list[Span]) -> list[set[str]]:
+    """Each window's number keys, computed once per list of windows (the cache keeps the lists)."""
+    cached = _NUMBERS_OF.get(id(windows))
+    if cached is not None and cached[0] is windows:
+        return cached[1]
+    keys = [lexical.number_keys(w.text) for w in windows]
+    if len(_NUMBERS_OF) > 256:
+        _NUMBERS_OF.clear()
+    _NUMBERS_OF[id(windows)] = (windows, keys)
+    return keys
 
 
 @dataclass
