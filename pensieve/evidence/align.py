@@ -87,21 +87,21 @@ def assess(
 
     if not windows:
         return Citation(source.id, "unsupported", 0.0, None, reasons=[f"{source.id} has no archived text"])
-    whole = whole or lexical.Haystack.of(source.text)
+    whole = whole or source_haystack(source, windows)
     facts = lexical.facts(claim)
     sims = vectors @ vector
     order = list(np.argsort(-sims)[:_CANDIDATES])
     numeric = [f for f in facts if f.kind in ("number", "date")]
     if numeric:
-        keys = _window_numbers(windows)
+        keys = _window_facts(windows)[0]
         holding = [i for i in range(len(windows)) if any(keys[i] & f.keys for f in numeric)]
         holding.sort(key=lambda i: -float(sims[i]))
         order.extend(i for i in holding[:_FACT_CANDIDATES] if i not in order)
 
     best: tuple[float, int, list[lexical.Fact]] | None = None
     for index in order:
-        own = lexical.Haystack.of(windows[index].text)
-        context = lexical.Haystack.of(" ".join(w.text for w in windows[max(0, index - 1) : index + 2]))
+        own = _haystack(windows, index, index)
+        context = _haystack(windows, max(0, index - 1), min(len(windows) - 1, index + 1))
         missing = [f for f in facts if not context.has(f)]
         # Facts next to the passage count, but a passage that states them itself is better.
         aside = [f for f in facts if f.kind != "entity" and f not in missing and not own.has(f)]
@@ -148,19 +148,36 @@ def assess(
     return Citation(source.id, verdict, score, passage, shown, reasons)
 
 
-_NUMBERS_OF: dict[int, tuple[list[Span], list[set[str]]]] = {}
+_FACTS_OF: dict[int, tuple[list[Span], list[set[str]], list[set[str]]]] = {}
 
 
-def _window_numbers(windows: list[Span]) -> list[set[str]]:
-    """Each window's number keys, computed once per list of windows (the cache keeps the lists)."""
-    cached = _NUMBERS_OF.get(id(windows))
+def _window_facts(windows: list[Span]) -> tuple[list[set[str]], list[set[str]]]:
+    """Each window's number keys and words, computed once per list of windows (the vector
+    cache keeps the lists, so re-aligning against the same source reuses them)."""
+    cached = _FACTS_OF.get(id(windows))
     if cached is not None and cached[0] is windows:
-        return cached[1]
-    keys = [lexical.number_keys(w.text) for w in windows]
-    if len(_NUMBERS_OF) > 256:
-        _NUMBERS_OF.clear()
-    _NUMBERS_OF[id(windows)] = (windows, keys)
-    return keys
+        return cached[1], cached[2]
+    numbers = [lexical.number_keys(w.text) for w in windows]
+    words = [lexical.word_keys(w.text) for w in windows]
+    if len(_FACTS_OF) > 256:
+        _FACTS_OF.clear()
+    _FACTS_OF[id(windows)] = (windows, numbers, words)
+    return numbers, words
+
+
+def _haystack(windows: list[Span], first: int, last: int) -> lexical.Haystack:
+    """Windows first..last (inclusive) as one text for the fact checks."""
+    numbers, words = _window_facts(windows)
+    text = " ".join(w.text for w in windows[first : last + 1])
+    return lexical.Haystack(
+        text, set().union(*numbers[first : last + 1]), set().union(*words[first : last + 1]), text.lower()
+    )
+
+
+def source_haystack(source: SourceText, windows: list[Span]) -> lexical.Haystack:
+    """The whole source: its windows' facts (the windows cover the text) and its text."""
+    numbers, words = _window_facts(windows)
+    return lexical.Haystack(source.text, set().union(*numbers), set().union(*words), source.text.lower())
 
 
 @dataclass
@@ -224,7 +241,7 @@ def align_text(
         return alignment
     wanted = {sid for s in sentences for sid in s.ids if sid in sources}
     windows = cache.windows({sid: sources[sid].text for sid in sorted(wanted)}) if wanted else {}
-    wholes = {sid: lexical.Haystack.of(sources[sid].text) for sid in wanted}
+    wholes = {sid: source_haystack(sources[sid], windows[sid][0]) for sid in wanted}
     # Without a single archived source among the citations there is nothing to embed.
     vectors = embedder().encode([s.claim or s.text for s in sentences]) if wanted else [None] * len(sentences)
     for sentence, vector in zip(sentences, vectors, strict=True):

@@ -99,7 +99,7 @@ def _abbreviation_before(text: str, stop: int) -> bool:
     """Whether the '.' at `stop` ends an abbreviation or an initial, not a sentence."""
     if text[stop] != ".":
         return False
-    word = re.search(r"([A-Za-z][A-Za-z.]*)$", text[:stop])
+    word = re.search(r"([A-Za-z][A-Za-z.]*)$", text[max(0, stop - 24) : stop])
     if word is None:
         return False
     token = word.group(1).lower().rstrip(".")
