@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pensieve.config import Settings
-from pensieve.evidence.align import Thresholds, assess_pair
+from pensieve.evidence.align import Thresholds, assess_pairs
 from pensieve.evidence.hooks import align_file
 from pensieve.evidence.segment import cited_sentences
 from pensieve.source_archive import SourceArchive
@@ -181,8 +181,9 @@ def detection() -> None:
     per: Counter[str] = Counter()
     right: Counter[str] = Counter()
     started = time.perf_counter()
-    for row in rows:
-        flagged = assess_pair(row["sentence"], row["passage"], get_embedder, Thresholds()).verdict != "supported"
+    verdicts = assess_pairs([(r["sentence"], r["passage"]) for r in rows], get_embedder, Thresholds())
+    for row, verdict in zip(rows, verdicts, strict=True):
+        flagged = verdict.verdict != "supported"
         positive = row["label"] != "supported"
         tp += flagged and positive
         fp += flagged and not positive

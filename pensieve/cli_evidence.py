@@ -62,7 +62,9 @@ def print_check_evidence(evidence: dict[str, Any] | None, min_share: float) -> b
             findings = "; ".join(sentence.get("findings") or [])
             out.print(f"unsupported: {' '.join(sentence['text'].split())} ({findings})", markup=False)
     if share < min_share:
-        out.print(f"problem: supported share {share:.0%} is below check.min_supported_share {min_share:.0%}")
+        out.print(
+            f"problem: supported share {share:.0%} is below check.min_supported_share {min_share:.0%}", markup=False
+        )
         return False
     return True
 

@@ -13,7 +13,7 @@ import pytest
 
 from pensieve.config import Settings
 from pensieve.evidence import lexical
-from pensieve.evidence.align import Thresholds, assess_pair
+from pensieve.evidence.align import Thresholds, assess_pairs
 from pensieve.evidence.hooks import align_file, current_evidence, stale_artifacts
 from pensieve.evidence.segment import cited_sentences, reader_numbers, source_sentences
 from pensieve.evidence.store import EVIDENCE_FILE, describe_share, latest_summary
@@ -205,8 +205,9 @@ def test_detector_stays_above_its_floor_on_the_labelled_set() -> None:
     assert len(rows) >= 80
     assert {r["category"] for r in rows} >= CATEGORIES  # and "direction" (rose / fell)
     tp = fp = fn = 0
-    for row in rows:
-        flagged = assess_pair(row["sentence"], row["passage"], get_embedder, Thresholds()).verdict != "supported"
+    verdicts = assess_pairs([(r["sentence"], r["passage"]) for r in rows], get_embedder, Thresholds())
+    for row, verdict in zip(rows, verdicts, strict=True):
+        flagged = verdict.verdict != "supported"
         positive = row["label"] != "supported"
         tp += flagged and positive
         fp += flagged and not positive

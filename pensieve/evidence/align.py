@@ -278,15 +278,26 @@ def _sentence_json(sentence: CitedSentence) -> dict[str, Any]:
     }
 
 
-def assess_pair(
-    sentence: str, passage: str, embedder: Callable[[], Embedder], thresholds: Thresholds, source_id: str = "S1"
-) -> Citation:
-    """One sentence against one passage standing in for a whole source (the labelled set)."""
+def assess_pairs(
+    pairs: list[tuple[str, str]], embedder: Callable[[], Embedder], thresholds: Thresholds
+) -> list[Citation]:
+    """(sentence, passage) pairs, each passage standing in for a whole source (the labelled
+    set); the passages' windows and the sentences are embedded in one batch each."""
     cache = VectorCache(None, embedder)
-    windows, vectors = cache.windows({source_id: passage})[source_id]
-    claim = claim_text_of(sentence)
-    vector = embedder().encode([claim])[0]
-    return assess(claim, vector, windows, vectors, SourceText(source_id, passage), thresholds)
+    passages = {f"P{i}": passage for i, passage in enumerate(dict.fromkeys(p for _, p in pairs))}
+    name_of = {passage: name for name, passage in passages.items()}
+    windows = cache.windows(passages)
+    claims = [claim_text_of(sentence) for sentence, _ in pairs]
+    vectors = embedder().encode(claims)
+    return [
+        assess(claim, vector, *windows[name_of[passage]], SourceText("S1", passage), thresholds)
+        for claim, vector, (_, passage) in zip(claims, vectors, pairs, strict=True)
+    ]
+
+
+def assess_pair(sentence: str, passage: str, embedder: Callable[[], Embedder], thresholds: Thresholds) -> Citation:
+    """One sentence against one passage standing in for a whole source."""
+    return assess_pairs([(sentence, passage)], embedder, thresholds)[0]
 
 
 def claim_text_of(sentence: str) -> str:

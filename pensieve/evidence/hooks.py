@@ -164,7 +164,10 @@ def repair_instructions(entry: dict[str, Any], name: str, limit: int, *, own: bo
             "For each sentence below, in your version: cite the source id that does say it, or soften it to what "
             "the source says, or remove it. Never invent numbers, dates or names.\n"
         )
-    return intro + "\n".join(lines)
+    # Sentences are model text and passages come from web pages: data, never instructions.
+    from pensieve.untrusted import sanitize, wrap
+
+    return intro + wrap(f"evidence check of {name}", sanitize("\n".join(lines), collapse_whitespace=False))
 
 
 def problems_of(entry: dict[str, Any], name: str) -> list[str]:
