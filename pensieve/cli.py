@@ -16,7 +16,20 @@ from rich.text import Text
 
 from pensieve import __version__
 from pensieve.cli_evidence import evidence as evidence_command
-from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, fail, guarded, out, print_json, workspace_of
+from pensieve.cli_export import register as register_export
+from pensieve.cli_support import (
+    JsonOpt,
+    WorkspaceOpt,
+    check_text,
+    err,
+    fail,
+    guarded,
+    out,
+    print_json,
+    storage_error,
+    workspace_of,
+)
+from pensieve.cli_tools import tools_command
 from pensieve.cli_topics import topics_app
 from pensieve.errors import PensieveError, UsageError
 
@@ -45,6 +58,8 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(topics_app)
+register_export(app)
+app.command("tools")(tools_command)
 app.command("evidence")(evidence_command)
 
 
@@ -87,7 +102,7 @@ def new(
         from pensieve.project_list import new_project
 
         load_settings()  # a broken config is reported now, before anything is created
-        text = _read_brief(brief, file)
+        text = _read_brief(check_text(brief, "the brief"), file)
         return new_project(workspace_of(workspace), text, project_id).id
 
     out.print(guarded(action), markup=False)
@@ -123,6 +138,7 @@ def run(
             raise UsageError("--stage runs one stage; it cannot be combined with --until or --from")
         if until and from_stage and STAGE_NAMES.index(from_stage) > STAGE_NAMES.index(until):
             raise UsageError(f"--from {from_stage} comes after --until {until}; nothing would run")
+        check_text(model, "--model")
         if model is not None and not model.strip():
             raise UsageError("--model is empty; give a litellm model string such as openai/gpt-4o-mini")
         settings = load_settings()
@@ -142,6 +158,8 @@ def run(
             result = run_project(project, settings, options, reporter)
     except PensieveError as exc:
         fail(exc)
+    except OSError as exc:  # a full disk, a directory made read-only during the run
+        fail(storage_error(exc))
     except KeyboardInterrupt:
         # Before the run started, nothing changed; after, the stage in flight is marked.
         err.print(f"interrupted: run `pensieve run {project_id}` to continue where it stopped", markup=False)
@@ -229,13 +247,21 @@ def status(
 ) -> None:
     """Per stage: status, times, duration, model calls, tokens, cost and errors."""
 
-    def action() -> tuple[Project, Status]:
+    def action() -> tuple[Project, Status, dict[str, str]]:
+        from pensieve.staleness import demote_missing
         from pensieve.status import load_status
 
         project = workspace_of(workspace).existing_project(project_id)
-        return project, load_status(project.status_path)
+        doc = load_status(project.status_path)
+        # Shown as the next run will see it (not saved: `status` changes nothing).
+        return project, doc, demote_missing(project, doc)
 
-    project, doc = guarded(action)
+    project, doc, missing = guarded(action)
+    for name, artifact in missing.items():
+        err.print(
+            f"note: {artifact} is missing, so {name} is pending again; `pensieve run {project.id}` runs it again",
+            markup=False,
+        )
     if as_json:
         print_json(doc.model_dump(mode="json"))
         return
@@ -316,6 +342,7 @@ def show(
         from pensieve.tools.files import resolve_inside
 
         project = workspace_of(workspace).existing_project(project_id)
+        check_text(file, "the file name")
         if file.startswith(("/", "~")) or ".." in PurePosixPath(file).parts or "\x00" in file:
             raise UsageError(f"{file!r}: give a file name inside the project, e.g. final.md")
         try:
@@ -377,8 +404,9 @@ def repair(
 
         ws = workspace_of(workspace)
         project = ws.project(project_id)
-        if not (project.dir / "brief.md").is_file():
+        if not (project.dir / "brief.md").is_file() and not project.dir.is_symlink():
             raise UsageError(f"unknown project {project_id!r} in workspace {ws.name!r}")
+        project.refuse_links()
         with project.run_lock():
             doc = rebuild_status(project)
         done = sum(1 for s in doc.stages.values() if s.status == "complete")
@@ -465,4 +493,12 @@ def root(
 
 
 def main() -> None:
+    # Bytes on the command line that are not UTF-8 reach us as lone surrogates: refused
+    # here with one line (each command also checks its own free-text arguments).
+    for arg in sys.argv[1:]:
+        if any("\ud800" <= ch <= "\udfff" for ch in arg):
+            err.print(
+                "error: a command-line argument is not valid UTF-8 text; check the terminal's encoding", markup=False
+            )
+            raise SystemExit(2)
     app()

@@ -70,6 +70,13 @@ def test_final_reader_numbers_map_back_to_source_ids() -> None:
     assert [s.ids for s in cited_sentences(final, numbers)] == [("S2",), ("S1", "S2")]
 
 
+def test_author_year_citations_map_back_to_source_ids() -> None:
+    final = "# T\n\nGraphs index vectors (Malkov & Yashunin, 2018; Jégou et al., 2011). Not a citation (see below).\n"
+    labels = {"Malkov & Yashunin, 2018": "S1", "Jégou et al., 2011": "S2"}
+    (sentence,) = cited_sentences(final, None, labels)
+    assert sentence.ids == ("S1", "S2") and sentence.claim == "Graphs index vectors."
+
+
 def test_source_windows_cover_the_text_with_offsets() -> None:
     text = "# Heading of the page here\n\nShort.\nA first real sentence of the page. A second one follows it here.\n"
     windows = source_sentences(text)

@@ -233,9 +233,10 @@ def align_text(
     embedder: Callable[[], Embedder],
     thresholds: Thresholds,
     numbers: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
 ) -> Alignment:
     """Align every cited sentence of an artifact with its cited sources."""
-    sentences = cited_sentences(text, numbers)
+    sentences = cited_sentences(text, numbers, labels)
     alignment = Alignment(name, text_sha256(text), [], [])
     if not sentences:
         return alignment

@@ -63,11 +63,27 @@ def align_file(
         return None
     text = path.read_text(encoding="utf-8", errors="replace")
     texts, urls = sources or load_source_texts(project.dir)
-    numbers = reader_numbers(text, urls) if name == FINAL else None
+    numbers, labels = reader_keys(project.dir, text, urls) if name == FINAL else (None, None)
     cache = cache or VectorCache(project.dir / VECTORS_DIR, embedder)
-    alignment = align_text(name, text, texts, cache, embedder, thresholds(settings), numbers)
+    alignment = align_text(name, text, texts, cache, embedder, thresholds(settings), numbers, labels)
     store(project, alignment, settings)
     return alignment
+
+
+def reader_keys(project_dir: Path, text: str, urls: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """How final.md cites for the reader, mapped back to source ids: its reference numbers
+    (through the URLs of its generated list, the identifier URL of a paper included) and
+    its author-year labels."""
+    from pensieve.citations.cited_sources import load_sources
+    from pensieve.citations.references import author_year_labels, reference_url, works
+
+    sources = load_sources(project_dir)
+    work = works(sources)
+    known = dict(urls)
+    for sid in sorted(sources, key=lambda s: int(s[1:]) if s[1:].isdigit() else 0):
+        known.setdefault(reference_url(sources[sid]).rstrip("/"), work[sid])
+    labels = {label: work[sid] for sid, label in author_year_labels(sources).items()}
+    return reader_numbers(text, known), labels
 
 
 def store(project: Project, alignment: Alignment, settings: Settings) -> None:

@@ -208,8 +208,29 @@ def claim_text(sentence: str) -> str:
     return " ".join(text.split())
 
 
-def _ids_of(sentence: str, numbers: dict[str, str] | None) -> tuple[str, ...]:
+_PARENS = re.compile(r"\(([^()\n]{1,600})\)")
+
+
+def _author_year_ids(sentence: str, labels: dict[str, str]) -> list[str]:
+    """Ids of '(Malkov & Yashunin, 2018; Jégou et al., 2011)' citations (label -> id)."""
+    found = []
+    for match in _PARENS.finditer(sentence):
+        found += [labels[p.strip()] for p in match.group(1).split(";") if p.strip() in labels]
+    return found
+
+
+def _without_author_year(sentence: str, labels: dict[str, str]) -> str:
+    def drop(match: re.Match[str]) -> str:
+        parts = [p.strip() for p in match.group(1).split(";")]
+        return "" if parts and all(p in labels for p in parts) else match.group(0)
+
+    return _PARENS.sub(drop, sentence)
+
+
+def _ids_of(sentence: str, numbers: dict[str, str] | None, labels: dict[str, str] | None = None) -> tuple[str, ...]:
     ids: dict[str, None] = {}
+    for sid in _author_year_ids(sentence, labels or {}):
+        ids.setdefault(sid, None)
     canonical = normalize_citations(sentence)
     for group in CITE_GROUP.finditer(canonical):
         for sid in SOURCE_ID.findall(group.group(1)):
@@ -222,19 +243,23 @@ def _ids_of(sentence: str, numbers: dict[str, str] | None) -> tuple[str, ...]:
     return tuple(ids)
 
 
-def cited_sentences(text: str, numbers: dict[str, str] | None = None) -> list[CitedSentence]:
+def cited_sentences(
+    text: str, numbers: dict[str, str] | None = None, labels: dict[str, str] | None = None
+) -> list[CitedSentence]:
     """Every sentence of the article's body that cites a source, in order.
 
-    `numbers` maps final.md's reader numbers to ids (None for drafts, which cite [Sn])."""
+    `numbers` maps final.md's reader numbers to ids, `labels` its author-year labels
+    ("Malkov & Yashunin, 2018") to ids (None for drafts, which cite [Sn])."""
     end = article_extent(text)
     skip = code_spans(text)
     found: list[CitedSentence] = []
     for block_start, block_end in _prose_blocks(text, 0, end, skip):
         for span in split_sentences(text, block_start, block_end):
-            ids = _ids_of(span.text, numbers)
+            ids = _ids_of(span.text, numbers, labels)
             if not ids:
                 continue
-            found.append(CitedSentence(len(found), span.start, span.end, span.text, claim_text(span.text), ids))
+            claim = claim_text(_without_author_year(span.text, labels) if labels else span.text)
+            found.append(CitedSentence(len(found), span.start, span.end, span.text, claim, ids))
     return found
 
 
