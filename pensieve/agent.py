@@ -105,6 +105,8 @@ def has_sources(run: AgentRun) -> bool:
 
 def academic_configured(settings: Settings) -> bool:
     return any(CATALOG[name].kind == "academic" for name in settings.search.configured())
+
+
 def tool_cap(found: Tool, settings: Settings) -> int:
     """A tool's per-stage call cap (pensieve.tool_matrix.cap_for)."""
     return cap_for(found.name, found.canonical or found.name, found.default_limit, settings)

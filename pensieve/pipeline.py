@@ -365,8 +365,25 @@ class Runner:
 
         stale = set(await asyncio.to_thread(stale_artifacts, self.project))
         for stage in STAGES:
-            if stage.evidence and stage.writes in stale and self.status.stages[stage.name].status == "complete":
+            if not (stage.evidence and self.status.stages[stage.name].status == "complete"):
+                continue
+            if stage.writes in stale:
                 await self.check_evidence(stage, resend=False)
+            elif stage.resend_on_failed_check:
+                self._keep_evidence_problems(stage)  # a recovered citation check reset the list
+
+    def _keep_evidence_problems(self, stage: Stage) -> None:
+        from pensieve.evidence.hooks import problems_of
+        from pensieve.evidence.store import load_evidence
+
+        try:
+            entry = ((load_evidence(self.project.dir) or {}).get("artifacts") or {}).get(stage.writes)
+        except CorruptState:
+            return
+        if isinstance(entry, dict):
+            kept = [p for p in self.status.problems if ": unsupported_citation: " not in p]
+            self.status.problems = [*kept, *problems_of(entry, stage.writes)]
+            self.save()
 
     def _failure_message(self, stage: Stage, exc: StageFailed) -> str:
         """The reason, and where the work the stage did is kept for the user to read."""
