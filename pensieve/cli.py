@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -16,6 +16,7 @@ from rich.text import Text
 
 from pensieve import __version__
 from pensieve.cli_batch import register as register_batch
+from pensieve.cli_evidence import evidence as evidence_command
 from pensieve.cli_export import register as register_export
 from pensieve.cli_support import (
     JsonOpt,
@@ -204,6 +205,7 @@ def list_(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -> None
                     "current_stage": r.current_stage,
                     "updated_at": r.updated_at,
                     "problems": r.problems,
+                    "supported_share": r.supported_share,
                 }
                 for r in rows
             ]
@@ -214,13 +216,19 @@ def list_(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -> None
         return
     table = Table(box=None, pad_edge=False)
     # The id and status are never cut (they are what people copy); the brief gives way.
-    for column in ("id", "status", "stage", "updated"):
+    for column in ("id", "status", "stage", "updated", "supported"):
         table.add_column(column, no_wrap=True)
     table.add_column("brief", no_wrap=True, overflow="ellipsis", min_width=10)
     for r in rows:
         state = f"{r.status} ({r.problems} problems)" if r.problems else r.status
+        supported = f"{r.supported_share:.0%}" if r.supported_share is not None else "-"
         table.add_row(
-            r.id, state, r.current_stage or "-", (r.updated_at or "-")[:19].replace("T", " "), r.brief_line[:70]
+            r.id,
+            state,
+            r.current_stage or "-",
+            (r.updated_at or "-")[:19].replace("T", " "),
+            supported,
+            r.brief_line[:70],
         )
     out.print(table)
 
@@ -297,6 +305,11 @@ def status(
             f"archived sources{shown}; {len(doc.problems)} problem(s)",
             markup=False,
         )
+    from pensieve.evidence.store import describe_share, latest_summary
+
+    supported = describe_share(latest_summary(project.dir))
+    if supported:
+        out.print(f"evidence: {supported}", markup=False)
     for problem in doc.problems:
         out.print(f"problem: {problem}", markup=False)
     _print_stale(project, doc)
@@ -409,16 +422,38 @@ def check(
     """Verify citations without a model: ids exist in the source archive, quotes appear in their
     sources, reference lists match; reports the share of cited paragraphs. Exit 1 on problems."""
 
-    def action() -> CheckReport:
+    def action() -> tuple[CheckReport, dict[str, Any] | None, float]:
         from pensieve.citations.hooks import check_project
+        from pensieve.cli_evidence import evidence_for_check
         from pensieve.config import load_settings
 
         project = workspace_of(workspace).existing_project(project_id)
-        return check_project(project, load_settings())
+        settings = load_settings()
+        report = check_project(project, settings)
+        try:
+            evidence = evidence_for_check(project, settings)
+        except PensieveError as exc:  # no embedding model: the citation check still stands
+            err.print(f"note: the evidence check was skipped: {exc}", markup=False)
+            evidence = None
+        return report, evidence, settings.check.min_supported_share
 
-    report = guarded(action)
+    report, evidence, min_supported = guarded(action)
+    share = (evidence or {}).get("summary", {}).get("supported_share")
+    evidence_ok = share is None or share >= min_supported
     if as_json:
-        print_json(report.summary().model_dump(mode="json"))
+        data = report.summary().model_dump(mode="json")
+        if evidence is not None:
+            data["evidence"] = {
+                "file": evidence["file"],
+                **evidence["summary"],
+                "min_supported_share": min_supported,
+                "unsupported_sentences": [
+                    {"text": s["text"], "findings": s["findings"]}
+                    for s in evidence["sentences"]
+                    if s["verdict"] == "unsupported"
+                ],
+            }
+        print_json(data)
     else:
         out.print(
             f"{report.sources} archived sources, {report.citations_checked} citations and quotes checked", markup=False
@@ -433,7 +468,10 @@ def check(
         for problem in report.problems:
             out.print(f"problem: {problem}", markup=False)
         out.print("ok: every citation checks out" if report.ok else f"{len(report.problems)} problem(s)", markup=False)
-    if not report.ok:
+        from pensieve.cli_evidence import print_check_evidence
+
+        print_check_evidence(evidence, min_supported)
+    if not report.ok or not evidence_ok:
         raise typer.Exit(1)
 
 
@@ -441,6 +479,7 @@ def check(
 register_export(app)
 register_batch(app)  # batch, worker, queue (pensieve/cli_batch.py)
 app.command("tools")(tools_command)
+app.command("evidence")(evidence_command)
 
 
 def version_callback(value: bool) -> None:

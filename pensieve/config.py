@@ -258,6 +258,26 @@ class QueueSettings(_Section):
 class CheckSettings(_Section):
     min_cited_paragraph_share: float = Field(default=0.5, ge=0, le=1)
     repolish_on_failure: bool = True
+    # `pensieve check` exits 1 when fewer cited sentences of the article are supported by
+    # the passages of their sources (pensieve/evidence/); 0: report the share only.
+    min_supported_share: float = Field(default=0.0, ge=0, le=1)
+
+
+class EvidenceSettings(_Section):
+    """Claim-level evidence: each cited sentence aligned with its sources (pensieve/evidence/)."""
+
+    enabled: bool = True
+    # MiniLM similarity of a sentence to its best passage: at least supported_score (and no
+    # lexical problem) is `supported`, at least weak_score `weak`, else `unsupported`.
+    supported_score: float = Field(default=0.55, ge=-1, le=1)
+    weak_score: float = Field(default=0.40, ge=-1, le=1)
+    # Unsupported sentences of a draft go to the next stage to fix; a final article that
+    # still has some sends the polisher back once (with check.repolish_on_failure).
+    repair: bool = True
+    max_listed: int = Field(default=15, ge=1)  # sentences listed to a stage at most
+    # Ask the fact checker's model about weak and unsupported pairs (yes / partly / no).
+    judge: bool = False
+    max_judge_calls: int = Field(default=20, ge=0)
 
 
 class ContractsSettings(_Section):
@@ -318,6 +338,7 @@ class Settings(_Section):
     limits: dict[str, int] = Field(default_factory=default_tool_limits)
     check: CheckSettings = Field(default_factory=CheckSettings)
     contracts: ContractsSettings = Field(default_factory=ContractsSettings)
+    evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
 
     @field_validator("agents")

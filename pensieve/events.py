@@ -34,6 +34,7 @@ class EventKind(StrEnum):
     TEXT_TOOL_CALLS = "text_tool_calls"  # tools: calls the model wrote as text, run as calls
     REPAIR = "repair"  # reason (reminder | contract | cut_off), message: a turn asking for a better artifact
     CITATION_CHECK = "citation_check"  # ok, problems, problem_count, citations_checked
+    EVIDENCE = "evidence"  # file, summary (cited_sentences, supported, weak, unsupported, supported_share), judge_calls
     NOTE = "note"  # message: something the user should know that is not an error
     FETCH = "fetch"
     WEB_SEARCH = "web_search"

@@ -30,7 +30,7 @@ from pensieve.commit import (
     staged_artifact,
 )
 from pensieve.config import Settings
-from pensieve.errors import StageFailed
+from pensieve.errors import CorruptState, PensieveError, StageFailed
 from pensieve.events import EventBus, EventKind, EventLog, EventSink, Subscriber
 from pensieve.finishing import ContractFailed, Finisher, unfence
 from pensieve.model_client import StageModelClient
@@ -144,7 +144,8 @@ class Runner:
         column = resolve_column(stage.name, stage.tools, self.settings)
         # The MCP servers it may use start first, so a failure is said before the stage begins.
         mcp = await self._mcp_tools(column)
-        run = self._build_agent_run(stage, self._begin(stage), extra_instructions, column, mcp)
+        extra = "\n\n".join(t for t in (extra_instructions, self.evidence_feedback(stage)) if t)
+        run = self._build_agent_run(stage, self._begin(stage), extra, column, mcp)
         try:
             await self._produce(stage, run)
         except StageFailed as exc:
@@ -157,7 +158,9 @@ class Runner:
             self._fail(stage, f"internal error: {type(exc).__name__}: {exc}")
             raise
         self.events.emit(EventKind.STAGE_END, stage.name, usage=self.status.stages[stage.name].usage.model_dump())
-        return self.check_citations(stage) if stage.citation_check else None
+        fix = self.check_citations(stage) if stage.citation_check else None
+        unsupported = await self.check_evidence(stage) if stage.evidence else None
+        return "\n\n".join(t for t in (fix, unsupported) if t) or None
 
     def _begin(self, stage: Stage) -> str:
         """Mark the stage running (with the inputs it starts from); returns its model."""
@@ -285,6 +288,103 @@ class Runner:
         )
         return citation_hooks.resend_instructions(report, stage) if stage.resend_on_failed_check else None
 
+    # -- claim-level evidence (pensieve/evidence/): one hook, these three methods ------------
+    def evidence_feedback(self, stage: Stage) -> str:
+        """The unsupported sentences of the artifact this stage revises, to fix."""
+        settings = self.settings.evidence
+        if stage.evidence_from is None or not (settings.enabled and settings.repair):
+            return ""
+        from pensieve.evidence.hooks import repair_instructions
+        from pensieve.evidence.store import load_evidence
+
+        try:
+            entry = ((load_evidence(self.project.dir) or {}).get("artifacts") or {}).get(stage.evidence_from)
+        except CorruptState:
+            return ""
+        if not isinstance(entry, dict):
+            return ""
+        return repair_instructions(entry, stage.evidence_from, settings.max_listed, own=False) or ""
+
+    async def check_evidence(self, stage: Stage, *, resend: bool = True) -> str | None:
+        """Align the stage's artifact with its sources (off the event loop), judge the doubtful
+        pairs if asked, store evidence.json; for final.md, unsupported sentences stay on the
+        project as problems, and the instructions to fix them are returned to resend it."""
+        settings = self.settings.evidence
+        if not settings.enabled:
+            return None
+        from pensieve.evidence import hooks as evidence_hooks
+
+        try:
+            alignment = await asyncio.to_thread(evidence_hooks.align_file, self.project, stage.writes, self.settings)
+        except PensieveError as exc:  # the embedding model is missing or damaged: say so, go on
+            self.events.note(f"evidence check after {stage.name} skipped: {exc}")
+            return None
+        if alignment is None:
+            return None
+        judge_calls = 0
+        if (
+            settings.judge
+            and settings.max_judge_calls
+            and any(s["verdict"] != "supported" for s in alignment.sentences)
+        ):
+            from pensieve.evidence.judge import judge
+
+            client = StageModelClient(
+                stage=stage.name,
+                model=self.options.model or self.settings.model_for("fact_checker") or "",
+                settings=self.settings,
+                events=self.events,
+                record_usage=lambda reply: self._record_usage(stage.name, reply),
+                check_budget=self.check_budget,
+            )
+            try:
+                judge_calls = await judge(alignment, client, settings.max_judge_calls)
+            except StageFailed as exc:
+                self.events.note(f"evidence judge after {stage.name} stopped: {exc}")
+            evidence_hooks.store(self.project, alignment, self.settings)
+        entry = alignment.entry()
+        self.events.emit(
+            EventKind.EVIDENCE, stage.name, file=stage.writes, summary=entry["summary"], judge_calls=judge_calls
+        )
+        if not stage.resend_on_failed_check:
+            return None
+        self.status.problems = [
+            *(p for p in self.status.problems if ": unsupported_citation: " not in p),
+            *evidence_hooks.problems_of(entry, stage.writes),
+        ]
+        self.save()
+        if not (resend and settings.repair):
+            return None
+        return evidence_hooks.repair_instructions(entry, stage.writes, settings.max_listed, own=True)
+
+    async def _catch_up_evidence(self) -> None:
+        """Evidence a crash (or a hand edit) left missing or stale for a complete stage."""
+        if not self.settings.evidence.enabled:
+            return
+        from pensieve.evidence.hooks import stale_artifacts
+
+        stale = set(await asyncio.to_thread(stale_artifacts, self.project))
+        for stage in STAGES:
+            if not (stage.evidence and self.status.stages[stage.name].status == "complete"):
+                continue
+            if stage.writes in stale:
+                await self.check_evidence(stage, resend=False)
+            elif stage.resend_on_failed_check:
+                self._keep_evidence_problems(stage)  # a recovered citation check reset the list
+
+    def _keep_evidence_problems(self, stage: Stage) -> None:
+        from pensieve.evidence.hooks import problems_of
+        from pensieve.evidence.store import load_evidence
+
+        try:
+            entry = ((load_evidence(self.project.dir) or {}).get("artifacts") or {}).get(stage.writes)
+        except CorruptState:
+            return
+        if isinstance(entry, dict):
+            kept = [p for p in self.status.problems if ": unsupported_citation: " not in p]
+            self.status.problems = [*kept, *problems_of(entry, stage.writes)]
+            self.save()
+
     def _failure_message(self, stage: Stage, exc: StageFailed) -> str:
         """The reason, and where the work the stage did is kept for the user to read."""
         staged = staged_artifact(self.project, stage)
@@ -315,6 +415,7 @@ class Runner:
     # -- the whole run ----------------------------------------------------------------------
     async def run(self, selected: list[str]) -> RunResult:
         self.recover()
+        await self._catch_up_evidence()
         # Selected before the lock was taken: a commit that recover() just finished, or a
         # run that ended in between, may have completed some of these stages since.
         still = set(select_stages(self.status, self.options))
@@ -383,7 +484,7 @@ class Runner:
         if not instructions or name in resent or not self.settings.check.repolish_on_failure:
             return False
         resent.add(name)
-        self.events.note(f"{name}: the citation check failed; sending it back once to fix")
+        self.events.note(f"{name}: the citation or evidence check failed; sending it back once to fix")
         return True
 
     async def _fail_running(self, running: dict[asyncio.Task[str | None], str], reason: str, result: RunResult) -> None:

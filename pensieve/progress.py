@@ -69,6 +69,12 @@ class Display(ABC):
                 self.note(f"{stage}: model call failed ({error}); retrying in {wait:.1f}s")
             case EventKind.CITATION_CHECK if not event.get("ok"):
                 self.note(f"citation check after {stage}: {event.get('problem_count', 0)} problem(s)")
+            case EventKind.EVIDENCE if (event.get("summary") or {}).get("cited_sentences"):
+                summary = event.get("summary") or {}
+                self.note(
+                    f"evidence after {stage}: {summary.get('supported', 0)}/{summary.get('cited_sentences', 0)} "
+                    f"cited sentences supported, {summary.get('unsupported', 0)} unsupported"
+                )
             case EventKind.REPAIR:
                 self.note(f"{stage}: {_ASKED_AGAIN.get(str(event.get('reason')), 'asking the model again')}")
             case EventKind.NOTE:

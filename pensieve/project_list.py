@@ -72,6 +72,9 @@ class ProjectRow:
     brief: str
     has_brief: bool
     problems: int = 0  # citation problems found by the last check
+    # Share of the article's cited sentences its sources support, read from evidence.json
+    # (never recomputed here); None: no evidence yet, no cited sentence, or stale.
+    supported_share: float | None = None
 
     @property
     def brief_line(self) -> str:
@@ -99,7 +102,15 @@ def summarize(project: Project) -> ProjectRow | None:
         brief,
         has_brief,
         problems=len(status.problems),
+        supported_share=_supported_share(project),
     )
+
+
+def _supported_share(project: Project) -> float | None:
+    from pensieve.evidence.store import latest_summary
+
+    summary = latest_summary(project.dir)
+    return summary.supported_share if summary is not None and summary.current else None
 
 
 def summarize_projects(workspace: Workspace) -> list[ProjectRow]:

@@ -82,6 +82,11 @@ class Stage:
     citation_check: bool = False
     # A failed check on this stage's own artifact sends the stage back once to fix it.
     resend_on_failed_check: bool = False
+    # Align the artifact's cited sentences with their sources after commit (pensieve/evidence/);
+    # with resend_on_failed_check, unsupported sentences send the stage back once too.
+    evidence: bool = False
+    # The earlier artifact whose unsupported sentences this stage is given to fix.
+    evidence_from: Artifact | None = None
     # The stage's sampling temperature unless agents.<stage>.temperature says otherwise
     # (None: llm.temperature). Checkers compare rather than invent: they run cool.
     temperature: float | None = None
@@ -136,6 +141,7 @@ STAGES: tuple[Stage, ...] = (
         after=("outliner",),
         transform=_with_references,
         citation_check=True,
+        evidence=True,
     ),
     Stage(
         name="content_reviewer",
@@ -186,6 +192,8 @@ STAGES: tuple[Stage, ...] = (
         after=("content_reviewer", "fact_checker", "style_reviewer"),
         transform=_with_references,
         citation_check=True,
+        evidence=True,
+        evidence_from=Artifact.DRAFT_V1,
     ),
     Stage(
         name="polisher",
@@ -200,6 +208,8 @@ STAGES: tuple[Stage, ...] = (
         transform=_for_reader,
         citation_check=True,
         resend_on_failed_check=True,
+        evidence=True,
+        evidence_from=Artifact.DRAFT_V2,
     ),
     Stage(
         name="consistency_checker",

@@ -1,0 +1,253 @@
+"""Claim-level evidence benchmark: how well it detects unsupported citations, and how fast.
+
+Run from the repository root:  python bench/bench_evidence.py  [--sources N] [--source-words N]
+
+1. Detection: precision, recall and F1 of `weak`+`unsupported` against the hand-written
+   labels in tests/data/evidence_labels.jsonl (no judge), overall and per category.
+2. Speed: a ~1,500-word article (about 75 sentences, each citing one or two sources)
+   aligned against N archived sources (default 30, ~2,500 words each), through the real
+   path: sources/Sn.md on disk, the vector cache under sources/.vectors/, evidence.json.
+   Cold (every source window embedded), then warm (a fresh process state: vectors read
+   from the cache, only the article's sentences embedded), and the warm time as a ratio
+   to embedding the article's sentences alone, the floor any alignment pays.
+   The texts are synthetic (sentences from templates with random words and numbers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pensieve.config import Settings
+from pensieve.evidence.align import Thresholds, assess_pairs
+from pensieve.evidence.hooks import align_file
+from pensieve.evidence.segment import cited_sentences
+from pensieve.source_archive import SourceArchive
+from pensieve.topics.embedder import get_embedder
+from pensieve.workspace import Project, open_workspace
+
+LABELS = Path(__file__).resolve().parents[1] / "tests" / "data" / "evidence_labels.jsonl"
+NOUNS = [
+    "index",
+    "graph",
+    "vector",
+    "cluster",
+    "query",
+    "latency",
+    "memory",
+    "disk",
+    "cache",
+    "layer",
+    "codebook",
+    "shard",
+    "replica",
+    "node",
+    "network",
+    "model",
+    "dataset",
+    "benchmark",
+    "recall",
+    "throughput",
+    "budget",
+    "server",
+    "compiler",
+    "battery",
+    "river",
+    "harvest",
+    "market",
+    "policy",
+    "vaccine",
+    "trial",
+    "cohort",
+    "species",
+    "forest",
+    "bridge",
+    "engine",
+    "protocol",
+    "archive",
+]
+VERBS = [
+    "improves",
+    "reduces",
+    "doubles",
+    "stores",
+    "compresses",
+    "partitions",
+    "measures",
+    "predicts",
+    "limits",
+    "extends",
+]
+ADJ = [
+    "sparse",
+    "dense",
+    "fast",
+    "slow",
+    "large",
+    "small",
+    "global",
+    "local",
+    "approximate",
+    "exact",
+    "stable",
+    "noisy",
+]
+ORGS = [
+    "Google",
+    "Meta",
+    "OpenAI",
+    "Stanford",
+    "MIT",
+    "INPE",
+    "FAO",
+    "Boeing",
+    "IBM",
+    "Ibama",
+    "BloombergNEF",
+    "Android",
+]
+
+
+def sentence(rng: random.Random) -> str:
+    templates = (
+        "The {a} {n1} {v} the {n2} by {p}% in {y}.",
+        "According to {o}, a {a} {n1} {v} {k} {n2}s per second.",
+        "In {y}, {o} reported that the {n1} {v} the {a} {n2}.",
+        "A {a} {n1} usually {v} the {n2}, although the effect on the {n3} is smaller.",
+        "Researchers at {o} found that {k} {n1}s were enough to {v2} the {n2}.",
+    )
+    return rng.choice(templates).format(
+        a=rng.choice(ADJ),
+        n1=rng.choice(NOUNS),
+        n2=rng.choice(NOUNS),
+        n3=rng.choice(NOUNS),
+        v=rng.choice(VERBS),
+        v2=rng.choice(VERBS).rstrip("s"),
+        p=rng.randint(2, 95),
+        y=rng.randint(1990, 2025),
+        o=rng.choice(ORGS),
+        k=rng.randint(2, 5000),
+    )
+
+
+def source_text(rng: random.Random, words: int) -> str:
+    paragraphs, count = [], 0
+    while count < words:
+        paragraph = " ".join(sentence(rng) for _ in range(rng.randint(3, 6)))
+        count += len(paragraph.split())
+        paragraphs.append(paragraph)
+    return "\n\n".join(paragraphs)
+
+
+def build_project(root: Path, sources: int, source_words: int, rng: random.Random) -> tuple[Project, str]:
+    project = Project(open_workspace(root, "bench"), "article")
+    project.dir.mkdir(parents=True)
+    archive = SourceArchive(project.dir)
+    texts = []
+    for i in range(sources):
+        text = source_text(rng, source_words)
+        texts.append(text)
+        url = f"https://example.org/page-{i}"
+        archive.add(url=url, final_url=url, title=f"Page {i}", content_type="text/plain", body=text.encode(), text=text)
+    # The article: half its sentences copied from a cited source, half freshly generated.
+    lines, words = ["# A synthetic article", ""], 0
+    while words < 1500:
+        paragraph = []
+        for _ in range(4):
+            first = rng.randrange(sources)
+            cites = [first] if rng.random() < 0.7 else [first, rng.randrange(sources)]
+            body = rng.choice(texts[first].split(". ")).rstrip(".") if rng.random() < 0.5 else sentence(rng)[:-1]
+            paragraph.append(f"{body} [{', '.join(f'S{c + 1}' for c in dict.fromkeys(cites))}].")
+        text = " ".join(paragraph)
+        words += len(text.split())
+        lines += [text, ""]
+    article = "\n".join(lines)
+    (project.dir / "draft_v1.md").write_text(article, encoding="utf-8")
+    return project, article
+
+
+def detection() -> None:
+    rows = [json.loads(line) for line in LABELS.read_text().splitlines() if line.strip()]
+    tp = fp = fn = 0
+    per: Counter[str] = Counter()
+    right: Counter[str] = Counter()
+    started = time.perf_counter()
+    verdicts = assess_pairs([(r["sentence"], r["passage"]) for r in rows], get_embedder, Thresholds())
+    for row, verdict in zip(rows, verdicts, strict=True):
+        flagged = verdict.verdict != "supported"
+        positive = row["label"] != "supported"
+        tp += flagged and positive
+        fp += flagged and not positive
+        fn += positive and not flagged
+        per[row["category"]] += 1
+        right[row["category"]] += flagged == positive
+    elapsed = time.perf_counter() - started
+    precision, recall = tp / (tp + fp), tp / (tp + fn)
+    f1 = 2 * precision * recall / (precision + recall)
+    print(f"labelled set: {len(rows)} examples ({sum(r['label'] != 'supported' for r in rows)} weak/unsupported)")
+    print(f"  weak+unsupported vs labels (no judge): precision {precision:.3f}  recall {recall:.3f}  F1 {f1:.3f}")
+    print("  per category, share judged right: " + ", ".join(f"{c} {right[c]}/{per[c]}" for c in sorted(per)))
+    print(f"  ({elapsed:.1f}s for {len(rows)} pairs, model loaded)")
+
+
+def speed(sources: int, source_words: int, repeats: int) -> None:
+    rng = random.Random(11)
+    embedder = get_embedder()
+    with tempfile.TemporaryDirectory() as tmp:
+        project, article = build_project(Path(tmp), sources, source_words, rng)
+        claims = [s.claim for s in cited_sentences(article)]
+        settings = Settings()
+        started = time.perf_counter()
+        align_file(project, "draft_v1.md", settings)
+        cold = time.perf_counter() - started
+        warm, floor = [], []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            alignment = align_file(project, "draft_v1.md", settings)  # a fresh cache object: reads the files
+            warm.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            embedder.encode(claims)
+            floor.append(time.perf_counter() - started)
+        assert alignment is not None
+        summary = alignment.entry()["summary"]
+        windows = sum(1 for _ in (project.dir / "sources" / ".vectors").glob("*.npy"))
+    words = len(article.split())
+    best_warm, best_floor = min(warm), min(floor)
+    print(
+        f"alignment: a {words:,}-word article ({len(claims)} cited sentences) vs {sources} sources of "
+        f"~{source_words:,} words ({windows} cached vector files)"
+    )
+    print(f"  cold (embeds every source window): {cold:.2f}s")
+    print(
+        f"  warm (vectors from sources/.vectors/): best {best_warm:.2f}s, median {statistics.median(warm):.2f}s "
+        f"of {repeats}  (target < 3 s)"
+    )
+    print(f"  embedding the article's sentences alone: best {best_floor:.2f}s")
+    print(f"  ratio warm / embedding alone: {best_warm / best_floor:.2f}x")
+    print(f"  verdicts: {summary}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sources", type=int, default=30)
+    parser.add_argument("--source-words", type=int, default=2500)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    get_embedder()
+    print(f"model load: {time.perf_counter() - started:.1f}s")
+    detection()
+    speed(args.sources, args.source_words, args.repeats)
+
+
+if __name__ == "__main__":
+    main()

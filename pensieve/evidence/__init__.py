@@ -1,0 +1,11 @@
+"""Claim-level evidence: every cited sentence of the drafts and the final article aligned
+with the passages of its cited sources that best support it.
+
+- `segment`: cited sentences of an artifact, sentence windows of a source (offsets kept);
+- `lexical`: the numbers, dates, quantities and named entities a sentence asserts;
+- `align`: MiniLM similarity plus the lexical evidence -> a verdict per (sentence, source);
+- `vectors`: source window vectors cached per content hash (re-checking embeds nothing);
+- `store`: evidence.json (read without numpy or torch: `list` and `status` use it);
+- `judge`: the optional model judge for weak and unsupported pairs;
+- `hooks`: how the pipeline and the CLI run all this for a project.
+"""

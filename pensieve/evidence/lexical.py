@@ -1,0 +1,483 @@
+"""The lexical half of the evidence: what a sentence asserts that similarity alone misses.
+
+MiniLM scores "grew 14% in 2019" and "grew 41% in 2021" as near-identical; a changed number,
+date or name is the commonest invented detail. So a sentence's numbers, dates, quantities
+and named entities must appear in the passage (or next to it), and three cheap cue checks
+catch what flips a sentence's meaning without changing its topic: negation, direction
+(rose / fell) and strength (a claim stated more strongly than the source states it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_SCALES = {
+    "thousand": 1e3,
+    "k": 1e3,
+    "million": 1e6,
+    "millions": 1e6,
+    "m": 1e6,
+    "mn": 1e6,
+    "billion": 1e9,
+    "billions": 1e9,
+    "bn": 1e9,
+    "b": 1e9,
+    "trillion": 1e12,
+}
+_WORDS = {
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "fifteen": 15,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "hundred": 100,
+    "dozen": 12,
+    "twice": 2,
+    "double": 2,
+    "triple": 3,
+    "half": 0.5,
+}
+_MONTHS = {
+    m: i
+    for i, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        start=1,
+    )
+    for m in names
+}
+_NUMBER = re.compile(
+    r"(?<![\w.])([$€£]\s?)?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?"
+    r"(?:\s?(%|percent\b|per cent\b|percentage points?\b))?"
+    r"(?:\s?(thousand|millions?|billions?|trillion|bn|mn|[kmb])\b)?",
+    re.I,
+)
+_HALF_SCALE = re.compile(r"\bhalf an? (thousand|million|billion|trillion)\b", re.I)
+_WORD_NUMBER = re.compile(r"\b(" + "|".join(_WORDS) + r")\b", re.I)
+_MONTH_NAME = re.compile(
+    r"\b(january|february|march|april|june|july|august|september|october|november|december)\b", re.I
+)
+_MAY_DATE = re.compile(r"\bmay\s+(?:\d{1,2},?\s+)?\d{4}\b|\b\d{1,2}\s+may\b", re.I)
+_CAPITALISED = re.compile(r"(?<![\w'\u2019-])([A-Z][\w&'\u2019.-]*[\w&]|[A-Z])")
+_WORD = re.compile(r"[\w'\u2019-]+")
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "this",
+        "that",
+        "these",
+        "those",
+        "it",
+        "its",
+        "they",
+        "their",
+        "there",
+        "then",
+        "we",
+        "our",
+        "you",
+        "your",
+        "he",
+        "she",
+        "his",
+        "her",
+        "i",
+        "in",
+        "on",
+        "at",
+        "for",
+        "by",
+        "with",
+        "from",
+        "to",
+        "of",
+        "and",
+        "or",
+        "but",
+        "so",
+        "yet",
+        "as",
+        "if",
+        "when",
+        "while",
+        "although",
+        "though",
+        "because",
+        "since",
+        "after",
+        "before",
+        "during",
+        "until",
+        "unlike",
+        "like",
+        "most",
+        "many",
+        "some",
+        "several",
+        "each",
+        "every",
+        "all",
+        "both",
+        "one",
+        "no",
+        "not",
+        "none",
+        "however",
+        "moreover",
+        "still",
+        "also",
+        "thus",
+        "therefore",
+        "today",
+        "yesterday",
+        "now",
+        "here",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "how",
+        "where",
+        "according",
+        "instead",
+        "despite",
+        "beyond",
+        "between",
+        "among",
+        "about",
+        "above",
+        "below",
+        "under",
+        "over",
+        "into",
+        "onto",
+        "upon",
+        "overall",
+        "meanwhile",
+        "indeed",
+        "finally",
+        "first",
+        "second",
+        "third",
+        "last",
+        "next",
+        "other",
+        "another",
+        "such",
+        "even",
+        "only",
+        "just",
+        "researchers",
+        "scientists",
+        "experts",
+        "studies",
+        "study",
+        "authors",
+        "people",
+        "users",
+        "teams",
+        "companies",
+        "critics",
+        "officials",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "has",
+        "have",
+        "had",
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+        "may",
+        "might",
+        "will",
+        "would",
+        "should",
+        "must",
+        "unlike",
+        "similarly",
+        "likewise",
+        "nevertheless",
+        "nonetheless",
+        "furthermore",
+        "additionally",
+        "consequently",
+        "chapter",
+        "section",
+        "figure",
+        "table",
+        "part",
+        "appendix",
+    ]
+)
+NEGATION = re.compile(
+    r"\b(?:not|no|never|none|neither|nor|cannot|without|nothing|nobody|fails?\s+to|failed\s+to|"
+    r"lacks?|lacked|unable|absent)\b|n['\u2019]t\b",
+    re.I,
+)
+_UP = re.compile(
+    r"\b(?:increas\w*|ris(?:e|es|ing)|rose|risen|gr[eo]w\w*|higher|more|gain\w*|improv\w*|boost\w*|"
+    r"faster|larger|greater|doubl\w*|tripl\w*|surg\w*|expand\w*|up)\b",
+    re.I,
+)
+_DOWN = re.compile(
+    r"\b(?:decreas\w*|declin\w*|f[ae]ll\w*|fallen|drop\w*|lower\w*|less|fewer|reduc\w*|cut|cuts|"
+    r"slower|smaller|shr[iau]nk\w*|halv\w*|worse\w*|down|lost|loses?|plung\w*)\b",
+    re.I,
+)
+# A claim stated more strongly than its source: absolutes in the sentence...
+_STRONG = (
+    ("always", re.compile(r"\b(?:always|invariably|in every case|without exception)\b", re.I)),
+    ("all", re.compile(r"\b(?:all|every|each)\b", re.I)),
+    ("never", re.compile(r"\bnever\b", re.I)),
+    ("proves", re.compile(r"\b(?:prov(?:e|es|ed|en|ing)|proof|confirm(?:s|ed)?|establish(?:es|ed)?)\b", re.I)),
+    ("guarantees", re.compile(r"\b(?:guarantee\w*|ensur\w*|certain(?:ly)?|definitely|undoubtedly)\b", re.I)),
+    ("eliminates", re.compile(r"\b(?:eliminat\w*|entirely|completely|fully|totally|solves?|solved)\b", re.I)),
+    ("only", re.compile(r"\b(?:only|sole(?:ly)?|exclusively)\b", re.I)),
+    ("best", re.compile(r"\b(?:best|most effective|fastest|first|largest|unmatched|unrivall?ed)\b", re.I)),
+    ("causes", re.compile(r"\b(?:caus(?:e|es|ed|ing)|leads? to|led to|results? in|responsible for)\b", re.I)),
+)
+# ... or a source that hedges where the sentence does not.
+HEDGE = re.compile(
+    r"\b(?:may|might|could|possibly|perhaps|likely|unlikely|suggests?|suggested|appears? to|seems? to|"
+    r"tends? to|often|sometimes|partly|partially|preliminary|modest(?:ly)?|in some cases|associated with|"
+    r"correlat\w*|linked to|early results?)\b",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class Fact:
+    surface: str  # as the sentence writes it: "14%", "March 2019", "OpenAI"
+    kind: str  # number | date | entity
+    keys: frozenset[str]  # any of these found in a text means the fact is there
+
+
+def _number_keys(match: re.Match[str]) -> tuple[str, frozenset[str]]:
+    _currency, whole, decimals, percent, scale = match.groups()
+    digits = whole.replace(",", "")
+    value = float(f"{digits}.{decimals}" if decimals else digits)
+    if scale:
+        value *= _SCALES[scale.lower()]
+    text = f"{value:.6g}" if value < 1e15 else str(value)
+    keys = {text}
+    if percent:
+        keys = {f"{text}%"}
+    return match.group(0).strip(), frozenset(keys)
+
+
+def _is_year(match: re.Match[str]) -> bool:
+    currency, whole, decimals, percent, scale = match.groups()
+    return not (currency or decimals or percent or scale) and len(whole) == 4 and 1500 <= int(whole) <= 2100
+
+
+def number_keys(text: str) -> set[str]:
+    """Every number in a text, as comparable keys (1,200 / 1200 / 1.2 thousand -> '1200')."""
+    keys: set[str] = set()
+    for match in _NUMBER.finditer(text):
+        keys |= _number_keys(match)[1]
+        # "14%" also counts where the page writes "14 percent" (same key) or "0.14" (rare: skip).
+    for match in _WORD_NUMBER.finditer(text):
+        keys.add(f"{_WORDS[match.group(1).lower()]:.6g}")
+    for match in _HALF_SCALE.finditer(text):
+        keys.add(f"{0.5 * _SCALES[match.group(1).lower()]:.6g}")
+    for match in _MONTH_NAME.finditer(text):
+        keys.add(f"month:{_MONTHS[match.group(1).lower()]}")
+    if _MAY_DATE.search(text):
+        keys.add("month:5")
+    for match in re.finditer(r"\b(jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?\s+\d", text, re.I):
+        keys.add(f"month:{_MONTHS[match.group(1).lower()]}")
+    return keys
+
+
+def word_keys(text: str) -> set[str]:
+    return {w.lower().strip("'\u2019-") for w in _WORD.findall(text)}
+
+
+def facts(sentence: str) -> list[Fact]:
+    """The numbers, dates, quantities and named entities a sentence asserts."""
+    found: list[Fact] = []
+    seen: set[str] = set()
+
+    def add(fact: Fact) -> None:
+        if fact.surface.lower() not in seen:
+            seen.add(fact.surface.lower())
+            found.append(fact)
+
+    for match in _NUMBER.finditer(sentence):
+        surface, keys = _number_keys(match)
+        add(Fact(surface, "date" if _is_year(match) else "number", keys))
+    for match in _HALF_SCALE.finditer(sentence):
+        add(Fact(match.group(0), "number", frozenset({f"{0.5 * _SCALES[match.group(1).lower()]:.6g}"})))
+    for match in _WORD_NUMBER.finditer(sentence):
+        if _HALF_SCALE.match(sentence, match.start()):
+            continue
+        value = f"{_WORDS[match.group(1).lower()]:.6g}"
+        add(Fact(match.group(1), "number", frozenset({value})))
+    for match in _MONTH_NAME.finditer(sentence):
+        add(Fact(match.group(1), "date", frozenset({f"month:{_MONTHS[match.group(1).lower()]}"})))
+    if _MAY_DATE.search(sentence):
+        add(Fact("May", "date", frozenset({"month:5"})))
+    words = list(_CAPITALISED.finditer(sentence))
+    first_word = re.search(r"[A-Za-z]", sentence)
+    for position, match in enumerate(words):
+        token = match.group(1).rstrip(".'\u2019").removesuffix("'s").removesuffix("\u2019s")
+        lowered = token.lower()
+        if not token or lowered in _STOP or lowered in _MONTHS or lowered in _WORDS:
+            continue
+        special = (token.isupper() and len(token) > 1) or any(c.isdigit() for c in token) or _inner_caps(token)
+        at_start = first_word is not None and match.start() == first_word.start()
+        if at_start and not special:
+            following = words[position + 1] if position + 1 < len(words) else None
+            gap = sentence[match.end() : following.start()] if following else "x"
+            if not (following and gap.strip() == ""):  # "New York", "Google DeepMind": a name
+                continue
+        if len(token) < 2:
+            continue
+        add(Fact(token, "entity", frozenset({lowered})))
+    return found
+
+
+def _inner_caps(token: str) -> bool:
+    return any(c.isupper() for c in token[1:]) and any(c.islower() for c in token)
+
+
+def _value(key: str) -> float | None:
+    try:
+        return float(key)
+    except ValueError:
+        return None
+
+
+def _close(key: str, numbers: set[str]) -> bool:
+    """A large round figure matches a precise one within 1% ('half a million' / 498,000)."""
+    wanted = _value(key)
+    if wanted is None or wanted < 1000:
+        return False
+    return any(v is not None and abs(v - wanted) <= 0.01 * wanted for v in map(_value, numbers))
+
+
+@dataclass
+class Haystack:
+    """A text as the fact checks look into it (its numbers, words and names computed once)."""
+
+    text: str
+    numbers: set[str]
+    words: set[str]
+    lower: str
+    _acronyms: set[str] | None = None
+
+    @classmethod
+    def of(cls, text: str) -> Haystack:
+        return cls(text, number_keys(text), word_keys(text), text.lower())
+
+    @property
+    def acronyms(self) -> set[str]:
+        if self._acronyms is None:
+            self._acronyms = acronyms(self.text)
+        return self._acronyms
+
+    def has(self, fact: Fact) -> bool:
+        return present(fact, self)
+
+
+def present(fact: Fact, hay: Haystack) -> bool:
+    """Whether a fact appears in a text."""
+    numbers, words, text_lower = hay.numbers, hay.words, hay.lower
+    if fact.kind in ("number", "date"):
+        if fact.keys & numbers:
+            return True
+        # "14%" where the page writes "14 per cent" in other words, and "10" of "10-60%".
+        if any(key.rstrip("%") in numbers or f"{key}%" in numbers for key in fact.keys):
+            return True
+        return fact.kind == "number" and any(_close(key, numbers) for key in fact.keys)
+    key = next(iter(fact.keys))
+    if key in words or (len(key) > 3 and key in text_lower):
+        return True
+    if fact.surface.isupper() and 2 <= len(key) <= 6 and key in hay.acronyms:
+        return True
+    # Inflections and demonyms: "Europe" / "European", "Kenya" / "Kenyan".
+    stem = key[: max(4, len(key) - 2)]
+    return len(key) >= 5 and any(w.startswith(stem) for w in words)
+
+
+_NAME_RUN = re.compile(r"(?:[A-Z][\w-]*(?:\s+(?:of|and|for|the|de|du)\s+|\s+))+[A-Z][\w-]*")
+
+
+def acronyms(text: str) -> set[str]:
+    """Initials of the capitalised names in a text: 'Food and Agriculture Organization' -> 'fao'."""
+    found = set()
+    for match in _NAME_RUN.finditer(text):
+        words = re.split(r"\s+", match.group(0))
+        for start in range(len(words)):  # "The Food and ..." is also "Food and ..."
+            if words[start][:1].isupper():
+                found.add("".join(w[0] for w in words[start:] if w[:1].isupper()).lower())
+                found.add("".join(w[0] for w in words[start:]).lower())
+    return found
+
+
+def coverage(sentence: str, passage: str) -> float:
+    """The share of the sentence's content words (or their stems) that the passage uses."""
+    content = {w for w in word_keys(sentence) if len(w) > 3 and w not in _STOP and not w.isdigit()}
+    if not content:
+        return 1.0
+    words = word_keys(passage)
+    hits = [w for w in content if w in words or any(x.startswith(w[: max(4, len(w) - 3)]) for x in words)]
+    return len(hits) / len(content)
+
+
+def negated(text: str) -> bool:
+    return len(NEGATION.findall(text)) % 2 == 1
+
+
+def direction(text: str) -> set[str]:
+    found = set()
+    if _UP.search(text):
+        found.add("up")
+    if _DOWN.search(text):
+        found.add("down")
+    return found
+
+
+def stronger_cues(sentence: str, passage: str) -> list[str]:
+    """Absolutes the sentence uses and the passage does not, and hedges the passage uses
+    that the sentence drops."""
+    cues = [name for name, pattern in _STRONG if pattern.search(sentence) and not pattern.search(passage)]
+    if HEDGE.search(passage) and not HEDGE.search(sentence):
+        hedges = sorted({m.group(0).lower() for m in HEDGE.finditer(passage)})
+        cues.append("drops the source's hedge (" + ", ".join(hedges[:3]) + ")")
+    return cues

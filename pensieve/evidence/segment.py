@@ -1,0 +1,307 @@
+"""Sentences with their character offsets: the cited sentences of an artifact, and the
+sentence windows of a source's archived text. Pure functions over strings.
+
+Offsets always refer to the text given, so a reader can highlight the exact span in the
+artifact or in `sources/Sn.md`. Citation forms are normalised per sentence (never the whole
+text, which would move the offsets); final.md's reader numbers ([1]) are mapped back to
+source ids through its generated reference list.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pensieve.citations.text import (
+    CITE_GROUP,
+    NUMBER_GROUP,
+    SOURCE_ID,
+    code_spans,
+    normalize_citations,
+    split_notes,
+)
+
+_REFERENCE_HEADING = re.compile(r"^#{1,6}\s*(references|sources|bibliography|works cited)\s*$", re.I | re.M)
+_ANY_HEADING = re.compile(r"^#{1,6}\s", re.M)
+_LIST_MARKER = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)]|>)[ \t]+")
+# A sentence ends at . ! or ? (after closing quotes or brackets, and after any citations
+# written after the stop: "... grew. [S3]") when whitespace and a capital, digit, quote or
+# bracket follow.
+_BOUNDARY = re.compile(
+    r"[.!?][\"'\u201d\u2019)\]]*(?:[ \t]*\[[^\[\]\n]{1,80}\](?!\())*(?=\s+[\"'\u201c\u2018(\[*_]*[A-Z0-9]|\s*\Z)"
+)
+_ABBREVIATIONS = frozenset(
+    [
+        "e.g",
+        "i.e",
+        "etc",
+        "al",
+        "vs",
+        "cf",
+        "fig",
+        "figs",
+        "no",
+        "nos",
+        "dr",
+        "mr",
+        "mrs",
+        "ms",
+        "prof",
+        "st",
+        "jr",
+        "sr",
+        "inc",
+        "ltd",
+        "co",
+        "corp",
+        "approx",
+        "ca",
+        "est",
+        "dept",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+        "u.s",
+        "u.k",
+    ]
+)
+_MIN_SOURCE_SENTENCE = 25  # shorter pieces (menu items, captions) are merged with the next
+_MAX_SOURCE_SENTENCE = 600
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class CitedSentence:
+    index: int
+    start: int
+    end: int
+    text: str  # as written, citation markers included
+    claim: str  # the words only: citations, links and emphasis removed
+    ids: tuple[str, ...]  # normalised source ids, in order
+
+
+def _abbreviation_before(text: str, stop: int) -> bool:
+    """Whether the '.' at `stop` ends an abbreviation or an initial, not a sentence."""
+    if text[stop] != ".":
+        return False
+    word = re.search(r"([A-Za-z][A-Za-z.]*)$", text[max(0, stop - 24) : stop])
+    if word is None:
+        return False
+    token = word.group(1).lower().rstrip(".")
+    return token in _ABBREVIATIONS or len(token) == 1
+
+
+def split_sentences(text: str, start: int, end: int) -> list[Span]:
+    """Sentences of text[start:end] (one block of prose), stripped, with absolute offsets."""
+    spans: list[Span] = []
+    cursor = start
+    block = text[start:end]
+    for match in _BOUNDARY.finditer(block):
+        if _abbreviation_before(block, match.start()):
+            continue
+        _add(text, cursor, start + match.end(), spans)
+        cursor = start + match.end()
+    _add(text, cursor, end, spans)
+    return spans
+
+
+def _add(text: str, start: int, end: int, spans: list[Span]) -> None:
+    piece = text[start:end]
+    stripped = piece.strip()
+    if not stripped:
+        return
+    offset = start + (len(piece) - len(piece.lstrip()))
+    spans.append(Span(offset, offset + len(stripped), stripped))
+
+
+def _prose_blocks(text: str, start: int, end: int, skip: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(start, end) of each block of prose lines in text[start:end]: paragraphs and list
+    items; headings, tables, rules, comments and code are not prose."""
+    blocks: list[tuple[int, int]] = []
+    current: tuple[int, int] | None = None
+    position = start
+    for line in text[start:end].splitlines(keepends=True):
+        line_start, line_end = position, position + len(line.rstrip("\r\n"))
+        position += len(line)
+        stripped = line.strip()
+        in_code = any(a <= line_start < b and b - a > len(line) for a, b in skip)
+        prose = bool(stripped) and not in_code and not stripped.startswith(("#", "|", "<!--", "---", "***", "___"))
+        if not prose:
+            if current:
+                blocks.append(current)
+            current = None
+            continue
+        marker = _LIST_MARKER.match(line)
+        if marker:
+            if current:
+                blocks.append(current)
+            current = (line_start + marker.end(), line_end)
+        elif current:
+            current = (current[0], line_end)
+        else:
+            current = (line_start + (len(line) - len(line.lstrip())), line_end)
+    if current:
+        blocks.append(current)
+    return blocks
+
+
+def article_extent(text: str) -> int:
+    """Where the article's body ends: before its reference list or the revision notes."""
+    end = len(text)
+    _article, notes = split_notes(text)
+    if notes:
+        found = text.rfind(notes.strip()[:200])
+        if found != -1:
+            end = found
+    references = list(_REFERENCE_HEADING.finditer(text, 0, end))
+    if references:
+        end = min(end, references[-1].start())
+    return end
+
+
+_REF_ENTRY = re.compile(r"^\s*(\d{1,3})[.)]\s+.*?(https?://\S+)\s*$", re.M)
+
+
+def reader_numbers(text: str, url_to_id: dict[str, str]) -> dict[str, str]:
+    """final.md's reader numbers -> source ids, read from its generated reference list."""
+    references = list(_REFERENCE_HEADING.finditer(text))
+    if not references:
+        return {}
+    section = text[references[-1].end() :]
+    following = _ANY_HEADING.search(section)
+    section = section[: following.start()] if following else section
+    mapping: dict[str, str] = {}
+    for match in _REF_ENTRY.finditer(section):
+        url = match.group(2).rstrip(".,;")
+        sid = url_to_id.get(url.rstrip("/"))
+        if sid:
+            mapping[match.group(1)] = sid
+    return mapping
+
+
+_LINK = re.compile(r"\[([^\[\]\n]*)\]\([^)\n]*\)")
+_EMPHASIS = re.compile(r"[*_`]+")
+
+
+def claim_text(sentence: str) -> str:
+    """The sentence's words: citations, link targets and emphasis removed."""
+    text = CITE_GROUP.sub("", normalize_citations(sentence))
+    text = NUMBER_GROUP.sub("", text)
+    text = _LINK.sub(r"\1", text)
+    text = _EMPHASIS.sub("", text)
+    text = re.sub(r"\s+([.,;:!?])", r"\1", text)
+    return " ".join(text.split())
+
+
+_PARENS = re.compile(r"\(([^()\n]{1,600})\)")
+
+
+def _author_year_ids(sentence: str, labels: dict[str, str]) -> list[str]:
+    """Ids of '(Malkov & Yashunin, 2018; Jégou et al., 2011)' citations (label -> id)."""
+    found = []
+    for match in _PARENS.finditer(sentence):
+        found += [labels[p.strip()] for p in match.group(1).split(";") if p.strip() in labels]
+    return found
+
+
+def _without_author_year(sentence: str, labels: dict[str, str]) -> str:
+    def drop(match: re.Match[str]) -> str:
+        parts = [p.strip() for p in match.group(1).split(";")]
+        return "" if parts and all(p in labels for p in parts) else match.group(0)
+
+    return _PARENS.sub(drop, sentence)
+
+
+def _ids_of(sentence: str, numbers: dict[str, str] | None, labels: dict[str, str] | None = None) -> tuple[str, ...]:
+    ids: dict[str, None] = {}
+    for sid in _author_year_ids(sentence, labels or {}):
+        ids.setdefault(sid, None)
+    canonical = normalize_citations(sentence)
+    for group in CITE_GROUP.finditer(canonical):
+        for sid in SOURCE_ID.findall(group.group(1)):
+            ids.setdefault(sid, None)
+    if numbers is not None:
+        for group in NUMBER_GROUP.finditer(sentence):
+            for number in re.findall(r"\d+", group.group(1)):
+                if number in numbers:
+                    ids.setdefault(numbers[number], None)
+    return tuple(ids)
+
+
+def cited_sentences(
+    text: str, numbers: dict[str, str] | None = None, labels: dict[str, str] | None = None
+) -> list[CitedSentence]:
+    """Every sentence of the article's body that cites a source, in order.
+
+    `numbers` maps final.md's reader numbers to ids, `labels` its author-year labels
+    ("Malkov & Yashunin, 2018") to ids (None for drafts, which cite [Sn])."""
+    end = article_extent(text)
+    skip = code_spans(text)
+    found: list[CitedSentence] = []
+    for block_start, block_end in _prose_blocks(text, 0, end, skip):
+        for span in split_sentences(text, block_start, block_end):
+            ids = _ids_of(span.text, numbers, labels)
+            if not ids:
+                continue
+            claim = claim_text(_without_author_year(span.text, labels) if labels else span.text)
+            found.append(CitedSentence(len(found), span.start, span.end, span.text, claim, ids))
+    return found
+
+
+def source_sentences(text: str) -> list[Span]:
+    """The archived text's sentences: the windows a claim is compared with. Very short
+    pieces are joined to the next, very long ones cut at a word."""
+    pieces: list[Span] = []
+    for block_start, block_end in _prose_blocks(text, 0, len(text), []):
+        pieces.extend(split_sentences(text, block_start, block_end))
+    # Headings and table rows count in a source: pages put facts in them.
+    for line in re.finditer(r"^[ \t]*(?:#{1,6}|\|)[ \t]*(.+?)[ \t|]*$", text, re.M):
+        if len(line.group(1)) >= _MIN_SOURCE_SENTENCE:
+            pieces.append(Span(line.start(1), line.end(1), line.group(1)))
+    pieces.sort(key=lambda s: s.start)
+    merged: list[Span] = []
+    pending: Span | None = None
+    for piece in pieces:
+        if pending is not None:
+            piece = Span(pending.start, piece.end, text[pending.start : piece.end])
+            pending = None
+        if len(piece.text) < _MIN_SOURCE_SENTENCE:
+            pending = piece
+            continue
+        merged.extend(_cut(text, piece))
+    if pending is not None:
+        merged.append(pending)
+    return merged
+
+
+def _cut(text: str, span: Span) -> list[Span]:
+    if len(span.text) <= _MAX_SOURCE_SENTENCE:
+        return [span]
+    out: list[Span] = []
+    start = span.start
+    while start < span.end:
+        end = min(span.end, start + _MAX_SOURCE_SENTENCE)
+        if end < span.end:
+            space = text.rfind(" ", start + _MAX_SOURCE_SENTENCE // 2, end)
+            end = space if space != -1 else end
+        piece = text[start:end].strip()
+        if piece:
+            offset = start + (len(text[start:end]) - len(text[start:end].lstrip()))
+            out.append(Span(offset, offset + len(piece), piece))
+        start = end
+    return out

@@ -1,0 +1,341 @@
+"""Claim-level evidence: segmentation and lexical facts (no model), the alignment with the
+real MiniLM model (one instance per test session), the vector cache, evidence.json, the
+labelled set's floor, and the repair loop in real fake-model runs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pensieve.config import Settings
+from pensieve.evidence import lexical
+from pensieve.evidence.align import Thresholds, assess_pairs
+from pensieve.evidence.hooks import align_file, current_evidence, stale_artifacts
+from pensieve.evidence.segment import cited_sentences, reader_numbers, source_sentences
+from pensieve.evidence.store import EVIDENCE_FILE, describe_share, latest_summary
+from pensieve.evidence.vectors import VECTORS_DIR
+from pensieve.source_archive import SourceArchive
+from pensieve.topics.embedder import Embedder, get_embedder
+from pensieve.workspace import Project, open_workspace
+from tests.conftest import Home
+from tests.fakes.web_site import ARTICLE_FACT, FakeSite
+from tests.test_citations import P1, P2, TYPED_REFS, article, script_clean_run, status_of, write
+
+LABELS = Path(__file__).parent / "data" / "evidence_labels.jsonl"
+CATEGORIES = {
+    "paraphrase",
+    "exact",
+    "changed_number",
+    "changed_date",
+    "swapped_entity",
+    "negation",
+    "stronger",
+    "related_unsupported",
+    "unrelated",
+}
+F1_FLOOR = 0.80
+INVENTED = "HNSW builds its layered proximity graph in exactly 14 layers and searches it from the top [S1]."
+
+
+# -- no model -------------------------------------------------------------------------------
+def test_cited_sentences_keep_offsets_and_normalised_ids() -> None:
+    text = (
+        "# Title\n\nAn uncited opening sentence. HNSW builds a graph (S1). Quantisation "
+        "uses codebooks, e.g. small ones [s2; S3]. A claim cited after its stop. [S1]\n\n"
+        "- A list item that cites [S2, p. 4].\n\n```\ncode [S1]. Not prose [S2].\n```\n\n"
+        "| table | [S1] |\n\n## References\n\n- [S1] A - https://a.example\n\n"
+        "## Revision notes\n\n- Claim 1: fixed [S1].\n"
+    )
+    found = cited_sentences(text)
+    assert [s.ids for s in found] == [("S1",), ("S2", "S3"), ("S1",), ("S2",)]
+    for sentence in found:
+        assert text[sentence.start : sentence.end] == sentence.text
+    assert found[1].text == "Quantisation uses codebooks, e.g. small ones [s2; S3]."
+    assert found[1].claim == "Quantisation uses codebooks, e.g. small ones."
+    assert found[2].text.endswith("stop. [S1]")
+    assert [s.index for s in found] == [0, 1, 2, 3]
+
+
+def test_final_reader_numbers_map_back_to_source_ids() -> None:
+    final = (
+        "# T\n\nFirst claim [1]. Second claim [2, 1].\n\n## References\n\n"
+        "1. Page two - https://b.example/x\n2. Page one - https://a.example/\n"
+    )
+    numbers = reader_numbers(final, {"https://a.example": "S1", "https://b.example/x": "S2"})
+    assert numbers == {"1": "S2", "2": "S1"}
+    assert [s.ids for s in cited_sentences(final, numbers)] == [("S2",), ("S1", "S2")]
+
+
+def test_author_year_citations_map_back_to_source_ids() -> None:
+    final = "# T\n\nGraphs index vectors (Malkov & Yashunin, 2018; Jégou et al., 2011). Not a citation (see below).\n"
+    labels = {"Malkov & Yashunin, 2018": "S1", "Jégou et al., 2011": "S2"}
+    (sentence,) = cited_sentences(final, None, labels)
+    assert sentence.ids == ("S1", "S2") and sentence.claim == "Graphs index vectors."
+
+
+def test_source_windows_cover_the_text_with_offsets() -> None:
+    text = "# Heading of the page here\n\nShort.\nA first real sentence of the page. A second one follows it here.\n"
+    windows = source_sentences(text)
+    assert all(text[w.start : w.end] == w.text for w in windows)
+    assert any("second one" in w.text for w in windows)
+    # Too short alone: joined with the next.
+    assert any("Short." in w.text and "first real" in w.text for w in windows)
+    assert not any(w.text == "Short." for w in windows)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "passage", "found"),
+    [
+        ("Revenue grew 14% in 2019.", "Revenue grew 14 percent in 2019.", True),
+        ("Revenue grew 14% in 2019.", "Revenue grew 41% in 2019.", False),
+        ("The index holds 1,200 vectors.", "The index holds 1200 vectors.", True),
+        ("Nearly half a million adults took part.", "The cohort had 498,000 adults.", True),
+        ("It opened in December 2007.", "It opened in December 2004.", False),
+        ("The FAO reported it.", "The Food and Agriculture Organization reported it.", True),
+        ("It was built by Renzo Piano.", "It was designed by Norman Foster.", False),
+    ],
+)
+def test_facts_must_appear_in_the_passage(sentence: str, passage: str, found: bool) -> None:
+    facts = lexical.facts(sentence)
+    assert facts, sentence
+    hay = lexical.Haystack.of(passage)
+    assert all(hay.has(f) for f in facts) is found
+
+
+def test_stored_summary_is_stale_once_the_article_changes(tmp_path: Path) -> None:
+    (tmp_path / "final.md").write_text("# T\n\nText.\n")
+    from pensieve.evidence.store import save_entry, summarize, text_sha256
+
+    sentences = [{"verdict": "supported"}, {"verdict": "unsupported"}]
+    entry = {"artifact_sha256": text_sha256("# T\n\nText.\n"), "summary": summarize(sentences), "sentences": []}
+    save_entry(tmp_path, "final.md", entry, {"supported": 0.55, "weak": 0.4})
+    summary = latest_summary(tmp_path)
+    assert summary is not None and summary.current and summary.supported_share == 0.5
+    assert describe_share(summary) == "50% supported (1/2 cited sentences, final.md)"
+    (tmp_path / "final.md").write_text("# T\n\nEdited.\n")
+    summary = latest_summary(tmp_path)
+    assert summary is not None and not summary.current
+    assert "stale" in describe_share(summary)
+    (tmp_path / EVIDENCE_FILE).write_text("{not json")
+    assert latest_summary(tmp_path) is None  # a damaged file is no figure, never a crash
+
+
+# -- with the model ---------------------------------------------------------------------------
+class CountingEmbedder:
+    def __init__(self) -> None:
+        self.texts = 0
+
+    def encode(self, texts: list[str]) -> Any:
+        self.texts += len(texts)
+        return get_embedder().encode(texts)
+
+
+def _project(tmp_path: Path) -> Project:
+    project = Project(open_workspace(tmp_path, "default"), "p")
+    project.dir.mkdir(parents=True)
+    archive = SourceArchive(project.dir)
+    body = (
+        f"{ARTICLE_FACT} Each layer is a navigable small-world graph; upper layers are sparse.\n\n"
+        "Queries descend layer by layer, refining the candidate set. The method was published in 2016."
+    )
+    archive.add(
+        url="https://a.example/hnsw",
+        final_url="https://a.example/hnsw",
+        title="HNSW",
+        content_type="text/plain",
+        body=body.encode(),
+        text=body,
+    )
+    return project
+
+
+@pytest.mark.slow
+def test_alignment_writes_evidence_json_and_reuses_cached_vectors(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    draft = article(
+        "HNSW builds a layered proximity graph and searches it greedily from the top layer [S1].",
+        INVENTED,
+        "Queries descend the layers one by one [S1]. Graphs are old news [S9].",
+    )
+    (project.dir / "draft_v1.md").write_text(draft)
+    counter = CountingEmbedder()
+    embed: Callable[[], Embedder] = lambda: counter  # noqa: E731
+    alignment = align_file(project, "draft_v1.md", Settings(), embed)
+    assert alignment is not None and counter.texts > 4  # windows and sentences
+
+    doc = json.loads((project.dir / EVIDENCE_FILE).read_text())
+    assert doc["version"] == 1 and doc["thresholds"] == {"supported": 0.55, "weak": 0.4}
+    entry = doc["artifacts"]["draft_v1.md"]
+    sentences = entry["sentences"]
+    assert entry["summary"]["cited_sentences"] == len(sentences) == 4
+    assert [s["verdict"] for s in sentences] == ["supported", "unsupported", "supported", "unsupported"]
+    assert entry["summary"]["supported_share"] == 0.5
+    source_file = (project.dir / "sources" / "S1.md").read_text()
+    for sentence in sentences:
+        assert draft[sentence["start"] : sentence["end"]] == sentence["text"]
+        for citation in sentence["citations"]:
+            assert set(citation) == {"source", "verdict", "score", "passage", "missing", "judge"}
+            if citation["passage"]:
+                passage = citation["passage"]
+                assert source_file[passage["start"] : passage["end"]] == passage["text"]
+    invented = sentences[1]
+    assert "14 is not in S1" in invented["findings"]
+    assert invented["citations"][0]["missing"] == ["14"]
+    assert sentences[3]["citations"][0]["passage"] is None
+    assert any("S9 is not in the source archive" in f for f in sentences[3]["findings"])
+
+    # Re-checking embeds no source window: the vectors come from sources/.vectors/.
+    assert list((project.dir / VECTORS_DIR).glob("*.npy"))
+    assert stale_artifacts(project) == []
+    again = CountingEmbedder()
+    align_file(project, "draft_v1.md", Settings(), lambda: again)
+    assert again.texts == 4  # the four sentences, nothing else
+    # Up to date: nothing embedded at all.
+    third = CountingEmbedder()
+    current_evidence(project, Settings(), lambda: third)
+    assert third.texts == 0
+    # A damaged cache file is recomputed, not trusted.
+    for path in (project.dir / VECTORS_DIR).glob("*.npy"):
+        path.write_bytes(b"garbage")
+    fourth = CountingEmbedder()
+    align_file(project, "draft_v1.md", Settings(), lambda: fourth)
+    assert fourth.texts > 4
+
+
+@pytest.mark.slow
+def test_detector_stays_above_its_floor_on_the_labelled_set() -> None:
+    rows = [json.loads(line) for line in LABELS.read_text().splitlines() if line.strip()]
+    assert len(rows) >= 80
+    assert {r["category"] for r in rows} >= CATEGORIES  # and "direction" (rose / fell)
+    tp = fp = fn = 0
+    verdicts = assess_pairs([(r["sentence"], r["passage"]) for r in rows], get_embedder, Thresholds())
+    for row, verdict in zip(rows, verdicts, strict=True):
+        flagged = verdict.verdict != "supported"
+        positive = row["label"] != "supported"
+        tp += flagged and positive
+        fp += flagged and not positive
+        fn += positive and not flagged
+    precision, recall = tp / (tp + fp), tp / (tp + fn)
+    f1 = 2 * precision * recall / (precision + recall)
+    assert f1 >= F1_FLOOR, f"F1 {f1:.3f} (precision {precision:.3f}, recall {recall:.3f})"
+
+
+# -- in the pipeline ----------------------------------------------------------------------------
+@pytest.mark.slow
+def test_the_reviser_receives_the_drafters_invented_number(web_home: Home, site: FakeSite) -> None:
+    pid = web_home.new()
+    script_clean_run(web_home, site, draft=article(P1, INVENTED, P2) + TYPED_REFS)
+    assert web_home.run("run", pid, "--until", "reviser", "--quiet").exit_code == 0
+    doc = json.loads((web_home.project_dir(pid) / EVIDENCE_FILE).read_text())
+    draft = doc["artifacts"]["draft_v1.md"]
+    assert draft["summary"]["unsupported"] == 1 and draft["summary"]["supported"] == 2
+    task = web_home.model.for_stage("reviser")[0].messages[1]["content"]
+    assert "The evidence check found 1 cited sentence(s) in draft_v1.md" in task
+    assert "exactly 14 layers" in task and "14 is not in S1" in task
+    assert 'closest in S1: "' in task and ARTICLE_FACT in task.split("closest in S1:")[1]
+    # The reviser's clean draft is aligned too; the polisher gets no list.
+    assert doc["artifacts"]["draft_v2.md"]["summary"]["unsupported"] == 0
+
+
+@pytest.mark.slow
+def test_unsupported_final_sends_the_polisher_back_once_then_stays(web_home: Home, site: FakeSite) -> None:
+    pid = web_home.new()
+    bad_final = article(P1, INVENTED)
+    script_clean_run(web_home, site, final=bad_final)
+    web_home.model.script("polisher", *write("polisher", "final.md", bad_final))
+    web_home.configure(check={"min_supported_share": 0.9})
+    assert web_home.run("run", pid, "--quiet").exit_code == 0
+    polisher = web_home.model.for_stage("polisher")
+    assert len(polisher) == 4  # sent back once, not in a loop
+    retry = polisher[2].messages[1]["content"]
+    assert (
+        "The evidence check found 1 cited sentence(s) in final.md" in retry and "Start from scratch/final.md" in retry
+    )
+    doc = status_of(web_home, pid)
+    assert [p for p in doc["problems"] if "unsupported_citation" in p] == [
+        'final.md: unsupported_citation: "HNSW builds its layered proximity graph in exactly 14 layers and searches '
+        'it from the top [1]." (14 is not in S1)'
+    ]
+    assert "evidence: 50% supported (1/2 cited sentences, final.md)" in web_home.run("status", pid).stdout
+    (row,) = json.loads(web_home.run("list", "--json").stdout)
+    assert row["supported_share"] == 0.5
+    assert "50%" in web_home.run("list").stdout
+
+    check = web_home.run("check", pid)
+    assert check.exit_code == 1
+    assert "final.md: 1/2 cited sentences supported by their sources (50%)" in check.stdout
+    assert "unsupported: HNSW builds its layered proximity graph in exactly 14 layers" in check.stdout
+    report = json.loads(web_home.run("check", pid, "--json").stdout)
+    assert report["evidence"]["supported_share"] == 0.5 and len(report["evidence"]["unsupported_sentences"]) == 1
+
+    shown = web_home.run("evidence", pid)
+    assert shown.exit_code == 0 and "UNSUPPORTED" in shown.stdout and "finding: 14 is not in S1" in shown.stdout
+    data = json.loads(web_home.run("evidence", pid, "--json").stdout)
+    assert set(data["artifacts"]) == {"draft_v1.md", "draft_v2.md", "final.md"}
+    assert web_home.run("evidence", pid, "--file", "outline.md").exit_code == 2
+    assert web_home.run("evidence", "nope").exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("reply", "parsed"),
+    [
+        ("yes: the passage states it", ("yes", "the passage states it")),
+        ("Partly - the year is right, the figure is not.", ("partly", "the year is right, the figure is not.")),
+        ("**No**: nothing about layers", ("no", "nothing about layers")),
+        ("I think so", None),
+    ],
+)
+def test_judge_answers_are_parsed(reply: str, parsed: tuple[str, str] | None) -> None:
+    from pensieve.evidence.judge import parse_answer
+
+    assert parse_answer(reply) == parsed
+
+
+@pytest.mark.slow
+def test_the_judge_is_asked_about_doubtful_pairs_and_counted_in_the_stage(web_home: Home, site: FakeSite) -> None:
+    from tests.fakes.model_server import text
+
+    pid = web_home.new()
+    script_clean_run(web_home, site, draft=article(P1, INVENTED, P2) + TYPED_REFS)
+    web_home.configure(evidence={"judge": True, "max_judge_calls": 1})
+    web_home.model.script("summary", text("no: S1 gives no number of layers"))
+    assert web_home.run("run", pid, "--until", "drafter", "--quiet").exit_code == 0
+    judged = [
+        c
+        for s in json.loads((web_home.project_dir(pid) / EVIDENCE_FILE).read_text())["artifacts"]["draft_v1.md"][
+            "sentences"
+        ]
+        for c in s["citations"]
+        if c["judge"]
+    ]
+    assert judged == [
+        {
+            "source": "S1",
+            "verdict": "unsupported",
+            "score": judged[0]["score"],
+            "passage": judged[0]["passage"],
+            "missing": ["14"],
+            "judge": {"answer": "no", "reason": "S1 gives no number of layers"},
+        }
+    ]
+    asked = web_home.model.for_stage("summary")
+    assert len(asked) == 1 and "exactly 14 layers" in asked[0].messages[1]["content"]
+    assert "UNTRUSTED" in asked[0].messages[1]["content"]
+    drafter = status_of(web_home, pid)["stages"]["drafter"]["usage"]
+    assert drafter["calls"] == web_home.model.count("drafter") + 1
+
+
+@pytest.mark.slow
+def test_evidence_a_crash_left_missing_is_computed_when_the_run_resumes(web_home: Home, site: FakeSite) -> None:
+    pid = web_home.new()
+    script_clean_run(web_home, site, draft=article(P1, INVENTED, P2) + TYPED_REFS)
+    assert web_home.run("run", pid, "--until", "drafter", "--quiet").exit_code == 0
+    evidence = web_home.project_dir(pid) / EVIDENCE_FILE
+    evidence.unlink()  # as if the process died between the commit and the alignment
+    assert web_home.run("run", pid, "--until", "reviser", "--quiet").exit_code == 0
+    assert json.loads(evidence.read_text())["artifacts"]["draft_v1.md"]["summary"]["unsupported"] == 1
+    assert "14 is not in S1" in web_home.model.for_stage("reviser")[0].messages[1]["content"]
