@@ -16,6 +16,7 @@ from rich.text import Text
 
 from pensieve import __version__
 from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, fail, guarded, out, print_json, workspace_of
+from pensieve.cli_studio import studio
 from pensieve.cli_topics import topics_app
 from pensieve.errors import PensieveError, UsageError
 
@@ -44,6 +45,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(topics_app)
+app.command()(studio)
 
 
 def _read_brief(brief: str | None, file: Path | None) -> str:
@@ -178,19 +180,7 @@ def list_(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -> None
 
     rows = guarded(action)
     if as_json:
-        print_json(
-            [
-                {
-                    "id": r.id,
-                    "brief": r.brief.strip(),
-                    "status": r.status,
-                    "current_stage": r.current_stage,
-                    "updated_at": r.updated_at,
-                    "problems": r.problems,
-                }
-                for r in rows
-            ]
-        )
+        print_json([r.to_json() for r in rows])
         return
     if not rows:
         err.print(f'no projects in workspace {workspace!r}; start one with: pensieve new "your brief"', markup=False)

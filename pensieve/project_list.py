@@ -69,8 +69,25 @@ class ProjectRow:
     def brief_line(self) -> str:
         return next((line.strip() for line in self.brief.splitlines() if line.strip()), "")
 
+    def to_json(self) -> dict[str, object]:
+        """The object `pensieve list --json` prints (and the studio's /api/projects)."""
+        return {
+            "id": self.id,
+            "brief": self.brief.strip(),
+            "status": self.status,
+            "current_stage": self.current_stage,
+            "updated_at": self.updated_at,
+            "problems": self.problems,
+        }
+
 
 def summarize(project: Project) -> ProjectRow | None:
+    found = summarize_with_status(project)
+    return found[0] if found is not None else None
+
+
+def summarize_with_status(project: Project) -> tuple[ProjectRow, Status | None] | None:
+    """The project's row and the status it was read from (None when unreadable)."""
     has_brief = (project.dir / BRIEF_FILE).is_file()
     if not project.status_path.is_file():
         return None
@@ -78,9 +95,9 @@ def summarize(project: Project) -> ProjectRow | None:
     try:
         status = load_status(project.status_path, keep_copy=False)
     except CorruptState:
-        return ProjectRow(project.id, "unreadable", None, None, brief, has_brief)
+        return ProjectRow(project.id, "unreadable", None, None, brief, has_brief), None
     current = status.current_stage or status.first_unfinished()
-    return ProjectRow(
+    row = ProjectRow(
         project.id,
         effective_status(project, status),
         current,
@@ -89,6 +106,7 @@ def summarize(project: Project) -> ProjectRow | None:
         has_brief,
         problems=len(status.problems),
     )
+    return row, status
 
 
 def summarize_projects(workspace: Workspace) -> list[ProjectRow]:
