@@ -103,11 +103,11 @@ def _templates() -> Jinja2Templates:
 TEMPLATES = _templates()
 
 
-def page(request: Request, name: str, status_code: int = 200, **context: Any) -> Response:
+def page(request: Request, template: str, status_code: int = 200, **context: Any) -> Response:
     context.setdefault("title", "Pensieve studio")
     context["nonce"] = request.state.csp_nonce
     context["workspace"] = api.studio_of(request).workspace.name
-    return TEMPLATES.TemplateResponse(request, name, context, status_code=status_code)
+    return TEMPLATES.TemplateResponse(request, template, context, status_code=status_code)
 
 
 # -- pages -------------------------------------------------------------------------------------

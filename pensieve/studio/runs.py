@@ -75,6 +75,7 @@ class RunManager:
             with log_path.open("wb") as log:
                 child = subprocess.Popen(
                     args,
+                    env=_child_env(),
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -111,6 +112,16 @@ class RunManager:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGINT)
         return {"id": project.id, "pid": pid, "signal": "SIGINT"}
+
+
+def _child_env() -> dict[str, str]:
+    """The studio's environment, with the same pensieve package first on the path."""
+    import pensieve
+
+    env = dict(os.environ)
+    root = str(Path(pensieve.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
 
 
 def _is_pensieve_run(pid: int) -> bool:
