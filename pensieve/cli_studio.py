@@ -37,6 +37,7 @@ def studio(
         probe = socket.socket(family, socket.SOCK_STREAM)
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         probe.bind((host.strip("[]"), port))
+        probe.listen(128)  # connections wait in the backlog until the server takes them
     except OSError as exc:
         fail(UsageError(f"cannot listen on {host}:{port} ({exc.strerror}); choose another --port or --host"))
     extra: tuple[str, ...] = ()
