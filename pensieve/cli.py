@@ -15,8 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from pensieve import __version__
-from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, fail, guarded, out, print_json, workspace_of
 from pensieve.cli_studio import studio
+from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, fail, guarded, out, print_json, workspace_of
 from pensieve.cli_topics import topics_app
 from pensieve.errors import PensieveError, UsageError
 

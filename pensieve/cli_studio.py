@@ -47,7 +47,7 @@ def studio(
             "your model budget and read your projects. Prefer an SSH tunnel to a studio on 127.0.0.1.",
             markup=False,
         )
-        if host in ("0.0.0.0", "::"):
+        if host in ("0.0.0.0", "::"):  # noqa: S104 - said explicitly, warned above
             extra = tuple(_own_addresses())
     sock_port = probe.getsockname()[1]
     app = create_app(ws, token=token, host=host, port=sock_port, extra_hosts=extra)

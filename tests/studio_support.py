@@ -24,7 +24,12 @@ from tests.fakes import artifacts
 TOKEN = "studio-test-token-6d0b1f"
 PORT = 8765
 BASE = f"http://127.0.0.1:{PORT}"
-HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2"><iframe src="javascript:window.__pwned=3"></iframe>[click](javascript:window.__pwned=4)'
+HOSTILE = (
+    "<script>window.__pwned=1</script>"
+    '<img src=x onerror="window.__pwned=2">'
+    '<iframe src="javascript:window.__pwned=3"></iframe>'
+    "[click](javascript:window.__pwned=4)"
+)
 
 
 def workspace() -> Workspace:
@@ -113,7 +118,7 @@ def write_evidence(project_dir: Path, name: str, sentences: list[dict[str, Any]]
         "sentences": sentences,
     }
     path = project_dir / "evidence.json"
-    data = json.loads(path.read_text()) if path.is_file() else {"version": 1, "artifacts": {}}
+    data: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {"version": 1, "artifacts": {}}
     data["artifacts"][name] = entry
     path.write_text(json.dumps(data))
 

@@ -261,7 +261,9 @@ def test_no_edit_while_the_project_runs(p1: Path, home: Home) -> None:
     project = open_workspace(home.path, "default").project("p1")
     current = client().get("/api/projects/p1/files/outline.md").json()
     with project.run_lock():
-        response = client().put("/api/projects/p1/files/outline.md", json={"text": "x", "base_sha256": current["sha256"]})
+        response = client().put(
+            "/api/projects/p1/files/outline.md", json={"text": "x", "base_sha256": current["sha256"]}
+        )
         assert response.status_code == 409
         assert "running" in response.json()["error"]
         run = client().post("/api/projects/p1/run", json={})

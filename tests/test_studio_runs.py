@@ -46,7 +46,9 @@ def test_the_feed_tails_the_event_log_from_connection_and_replays_on_request(hom
         stop = threading.Event()
         threads = [
             threading.Thread(target=_collect, args=(f"{base}/api/projects/p1/events", live, stop), daemon=True),
-            threading.Thread(target=_collect, args=(f"{base}/api/projects/p1/events?since=1", replay, stop), daemon=True),
+            threading.Thread(
+                target=_collect, args=(f"{base}/api/projects/p1/events?since=1", replay, stop), daemon=True
+            ),
         ]
         for thread in threads:
             thread.start()
@@ -125,7 +127,9 @@ def test_create_run_refuse_stop_and_resume_through_the_api(home: Home) -> None:
         assert _post(base, "/api/projects/vec/run").status_code == 202
         wait_for(lambda: _status(base, "vec")["status"] == "complete", 120, "the project to complete")
         assert home.model.count("refiner") == refiner_calls
-        kinds = [json.loads(line)["kind"] for line in (home.project_dir("vec") / "events.jsonl").read_text().splitlines()]
+        kinds = [
+            json.loads(line)["kind"] for line in (home.project_dir("vec") / "events.jsonl").read_text().splitlines()
+        ]
         assert "stage_interrupted" in kinds and kinds.count("stage_end") >= 10
 
 

@@ -9,14 +9,14 @@ import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
-from sse_starlette.sse import EventSourceResponse, ServerSentEvent
+from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from pensieve.errors import UsageError
 from pensieve.studio import projects as data
-from pensieve.studio.projects import BadRequest, Conflict, NotFound
+from pensieve.studio.projects import BadRequest, Conflict
 from pensieve.studio.runs import tail_events
 
 if TYPE_CHECKING:
@@ -202,7 +202,7 @@ async def diff(request: Request) -> Response:
     project = studio_of(request).project(request.path_params["id"])
     a, b = request.query_params.get("a"), request.query_params.get("b")
     if not a or not b:
-        raise BadRequest('give two versions: ?a=draft_v1.md&b=draft_v2.md (or history/<file>)')
+        raise BadRequest("give two versions: ?a=draft_v1.md&b=draft_v2.md (or history/<file>)")
 
     def compute() -> list[tuple[str, str]]:
         return data.word_diff(data.read_version(project, a), data.read_version(project, b))

@@ -254,10 +254,10 @@ def versions(project: Project, name: str | None = None) -> list[dict[str, str]]:
         for path in sorted(directory.iterdir(), key=lambda p: p.name, reverse=True):
             if path.is_symlink() or not path.is_file() or path.name.startswith("."):
                 continue
-            artifact = _artifact_of(path.name)
-            if artifact is None or (name is not None and artifact != name):
+            of = _artifact_of(path.name)
+            if of is None or (name is not None and of != name):
                 continue
-            found.append({"version": f"{folder}/{path.name}", "artifact": artifact, "label": f"{folder}/{path.name}"})
+            found.append({"version": f"{folder}/{path.name}", "artifact": of, "label": f"{folder}/{path.name}"})
     return found
 
 

@@ -43,7 +43,8 @@ def _markdown() -> MarkdownIt:
         href = token.attrGet("href") or ""
         if href and not href.startswith("#"):
             token.attrSet("rel", "noopener noreferrer nofollow")
-        return str(md.renderer.renderToken(tokens, idx, options, env))
+        renderer: Any = md.renderer
+        return str(renderer.renderToken(tokens, idx, options, env))
 
     md.add_render_rule("link_open", link_open)
     return md

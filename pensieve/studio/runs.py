@@ -61,9 +61,14 @@ class RunManager:
             if not isinstance(value, str) or value not in STAGE_NAMES:
                 raise BadRequest(f"{flag[2:]}: unknown stage {value!r}; stages are: {', '.join(STAGE_NAMES)}")
             args += [flag, value]
-        if isinstance(until, str) and isinstance(from_stage, str) and until and from_stage:
-            if STAGE_NAMES.index(from_stage) > STAGE_NAMES.index(until):
-                raise BadRequest(f"from {from_stage} comes after until {until}; nothing would run")
+        if (
+            isinstance(until, str)
+            and isinstance(from_stage, str)
+            and until
+            and from_stage
+            and STAGE_NAMES.index(from_stage) > STAGE_NAMES.index(until)
+        ):
+            raise BadRequest(f"from {from_stage} comes after until {until}; nothing would run")
         if model:
             args += ["--model", model]
         with self._lock:

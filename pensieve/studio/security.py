@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-TOKEN_ENV = "PENSIEVE_STUDIO_TOKEN"
+TOKEN_ENV = "PENSIEVE_STUDIO_TOKEN"  # noqa: S105 - the variable's name, not a token
 MAX_BODY_BYTES = 2_000_000
 SAFE_METHODS = frozenset({"GET", "HEAD"})
 
@@ -91,7 +91,7 @@ class Guard:
         if ":" in bound and not bound.startswith("["):
             bound = f"[{bound}]"  # an IPv6 address as it appears in a Host header
         names = {bound, "localhost", *(h.lower() for h in self.extra_hosts)}
-        if is_loopback(self.host) or self.host in ("0.0.0.0", "::"):
+        if is_loopback(self.host) or self.host in ("0.0.0.0", "::"):  # noqa: S104 - a check, not a bind
             names |= {"127.0.0.1", "[::1]"}
         self._hosts = frozenset(names)
         self.cookie_name = f"pensieve_studio_{self.port}"
