@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pensieve import __version__
+from pensieve.cli_export import register as register_export
 from pensieve.cli_studio import studio
 from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, fail, guarded, out, print_json, workspace_of
 from pensieve.cli_topics import topics_app
@@ -46,6 +47,7 @@ app = typer.Typer(
 )
 app.add_typer(topics_app)
 app.command()(studio)
+register_export(app)
 
 
 def _read_brief(brief: str | None, file: Path | None) -> str:

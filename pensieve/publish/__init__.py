@@ -1,0 +1,7 @@
+"""Publishing a finished article: HTML, DOCX, Markdown, JSON and the evidence bundle.
+
+`document` reads an artifact once (citations resolved to archived sources, evidence
+attached); `render` turns it into an HTML fragment every HTML output shares (the export
+and the studio's Read page); the other modules write one format each. Nothing here
+imports litellm or torch.
+"""

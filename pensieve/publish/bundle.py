@@ -1,0 +1,219 @@
+"""The evidence bundle: an article that stays checkable after its cited pages change or vanish.
+
+A directory (or a .zip) holding:
+
+    index.html        the article; each reference links to the live URL and to its copy here
+    final.md          the artifact exported, as it is in the project
+    sources/S3.txt    the archived text of every cited source (front matter: url, fetched_at,
+                      sha256 of the fetched body), exactly as Pensieve archived it
+    evidence.json     the project's evidence file (or an empty one when there is none)
+    manifest.json     every other file with its sha256 and size, and each source's capture
+                      date and fetched-body hash
+
+`verify_bundle` recomputes every hash; a changed, missing or unlisted file fails it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from pensieve import __version__
+from pensieve.errors import UsageError
+from pensieve.hashing import sha256_of_bytes
+from pensieve.publish.document import EVIDENCE_FILE, Article
+from pensieve.publish.html import html_page
+from pensieve.publish.render import bundle_source_path
+from pensieve.workspace import TMP_PREFIX, atomic_write_bytes, fsync_dir
+
+MANIFEST = "manifest.json"
+FORMAT = "pensieve-evidence-bundle"
+HTML_FILE = "index.html"
+
+
+@dataclass(frozen=True)
+class BundleResult:
+    path: Path
+    files: int
+    sources: int
+
+
+def bundle_files(article: Article, *, exported_at: str, extra: dict[str, bytes] | None = None) -> dict[str, bytes]:
+    """Every file of the bundle by its path inside it, manifest.json included."""
+    files: dict[str, bytes] = {HTML_FILE: html_page(article, exported_at=exported_at, bundle_links=True).encode()}
+    files[article.name] = article.text.encode("utf-8")
+    sources: list[dict[str, Any]] = []
+    for ref in article.references:
+        entry: dict[str, Any] = {
+            "id": ref.source_id,
+            "number": ref.number,
+            "title": ref.parts.title,
+            "url": ref.source.url,
+            "final_url": ref.source.final_url,
+            "fetched_at": ref.source.fetched_at,
+            "fetched_sha256": ref.source.sha256,
+            "fetched_bytes": ref.source.size,
+            "text_file": None,
+        }
+        if ref.archived_file is not None:
+            data = (article.project_dir / ref.archived_file).read_bytes()
+            path = bundle_source_path(ref.source_id)
+            files[path] = data
+            entry["text_file"] = path
+            entry["text_sha256"] = sha256_of_bytes(data)
+        sources.append(entry)
+    evidence_path = article.project_dir / EVIDENCE_FILE
+    if evidence_path.is_file():
+        files[EVIDENCE_FILE] = evidence_path.read_bytes()
+    else:
+        files[EVIDENCE_FILE] = (
+            json.dumps({"version": 1, "generated_at": None, "artifacts": {}}, indent=2) + "\n"
+        ).encode()
+    for name, data in (extra or {}).items():
+        files[name] = data
+    manifest = {
+        "format": FORMAT,
+        "version": 1,
+        "generator": f"pensieve {__version__}",
+        "created_at": exported_at,
+        "project": article.project_id,
+        "artifact": article.name,
+        "artifact_sha256": article.sha256,
+        "title": article.title,
+        "evidence": {"status": article.evidence.status, "generated_at": article.evidence.generated_at},
+        "files": [
+            {"path": name, "sha256": sha256_of_bytes(data), "bytes": len(data)} for name, data in sorted(files.items())
+        ],
+        "sources": sources,
+    }
+    files[MANIFEST] = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode()
+    return files
+
+
+def write_bundle(files: dict[str, bytes], output: Path) -> None:
+    """Write the bundle to `output`: a .zip file, or a directory (replacing an earlier bundle
+    there, never anything else). Either the whole bundle is there afterwards or nothing changed."""
+    if output.suffix.lower() == ".zip":
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            for name, data in sorted(files.items()):
+                info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.external_attr = 0o644 << 16
+                archive.writestr(info, data)
+        atomic_write_bytes(output, buffer.getvalue())
+        return
+    if output.exists() and not (output.is_dir() and (output / MANIFEST).is_file()):
+        raise UsageError(f"{output} exists and is not a Pensieve bundle; choose another --output")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=output.parent))
+    try:
+        for name, data in files.items():
+            atomic_write_bytes(staging / name, data)
+        old = None
+        if output.exists():
+            old = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=output.parent))
+            os.replace(output, old / "previous")
+        os.replace(staging, output)
+        fsync_dir(output.parent)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+# -- verification ------------------------------------------------------------------------
+
+
+@dataclass
+class VerifyReport:
+    path: Path
+    checked: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@contextlib.contextmanager
+def _reader(path: Path) -> Iterator[tuple[Callable[[str], bytes | None], set[str]]]:
+    """(a function reading one of the bundle's files by name, or None, every file name present)."""
+    if path.is_dir():
+        names = {
+            p.relative_to(path).as_posix() for p in path.rglob("*") if p.is_file() and not p.name.startswith(TMP_PREFIX)
+        }
+
+        def read_file(name: str) -> bytes | None:
+            try:
+                return (path / name).read_bytes()
+            except OSError:
+                return None
+
+        yield read_file, names
+        return
+    try:
+        archive = zipfile.ZipFile(path)
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise UsageError(f"{path} is neither a bundle directory nor a zip file ({exc})") from None
+    with archive:
+
+        def read_member(name: str) -> bytes | None:
+            try:
+                return archive.read(name)
+            except (KeyError, zipfile.BadZipFile, OSError):
+                return None
+
+        yield read_member, {info.filename for info in archive.infolist() if not info.is_dir()}
+
+
+def _safe_member(name: str) -> bool:
+    pure = PurePosixPath(name)
+    return bool(name) and not pure.is_absolute() and ".." not in pure.parts and "\\" not in name
+
+
+def verify_bundle(path: Path) -> VerifyReport:
+    if not path.exists():
+        raise UsageError(f"no bundle at {path}; give the directory or .zip that `pensieve export --bundle` wrote")
+    report = VerifyReport(path)
+    with _reader(path) as (read, names):
+        raw = read(MANIFEST)
+        if raw is None:
+            report.problems.append(f"{MANIFEST} is missing: this is not a Pensieve bundle, or it was damaged")
+            return report
+        try:
+            manifest = json.loads(raw)
+            listed = {str(f["path"]): (str(f["sha256"]), int(f["bytes"])) for f in manifest["files"]}
+            sources = list(manifest.get("sources") or [])
+        except (ValueError, KeyError, TypeError) as exc:
+            report.problems.append(f"{MANIFEST} cannot be read ({exc})")
+            return report
+        for name, (expected, size) in sorted(listed.items()):
+            if not _safe_member(name):
+                report.problems.append(f"{name}: the manifest names a path outside the bundle")
+                continue
+            data = read(name)
+            report.checked += 1
+            if data is None:
+                report.problems.append(f"{name}: missing")
+            elif sha256_of_bytes(data) != expected or len(data) != size:
+                report.problems.append(f"{name}: sha256 differs from the manifest (the file was changed)")
+        for source in sources:
+            text_file = source.get("text_file") if isinstance(source, dict) else None
+            if text_file and text_file in listed and listed[text_file][0] != source.get("text_sha256"):
+                report.problems.append(f"{text_file}: the manifest's source entry and file list disagree")
+            elif text_file and text_file not in listed:
+                report.problems.append(f"{text_file}: named by a source but not in the file list")
+        for name in sorted(names - set(listed) - {MANIFEST}):
+            report.problems.append(f"{name}: not in the manifest (added after the bundle was made)")
+    return report

@@ -1,0 +1,440 @@
+"""An artifact read for publishing: its title, body, citations, references and evidence.
+
+Read once, then rendered by every format. Citations are found in the artifact as written
+(`[S3]` in drafts, `[1]` in final.md, whose generated reference list maps each number back
+to an archived source) and replaced in `markdown` by placeholders that carry their index,
+so the markdown parser never sees them and their offsets in the file stay known: the
+evidence file (see pensieve.evidence, issue 11) locates sentences by those offsets.
+
+Evidence is attached only when it was computed on this very text (its artifact_sha256);
+stale evidence is reported, never shown as current.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pensieve.citations.text import (
+    CITE_GROUP,
+    NUMBER_GROUP,
+    bare_urls,
+    code_spans,
+    split_notes,
+    split_references,
+)
+from pensieve.errors import UsageError
+from pensieve.front_matter import FrontMatterError, parse_front_matter
+from pensieve.hashing import sha256_of_bytes
+from pensieve.publish.references import ReferenceParts, clean_text, reference_parts
+from pensieve.source_archive import ArchivedSource, SourceArchive
+from pensieve.workspace import check_name
+
+EVIDENCE_FILE = "evidence.json"
+DEFAULT_ARTIFACT = "final.md"
+VERDICTS = ("supported", "weak", "unsupported")
+
+# Placeholders for citations inside the markdown handed to the parser: private-use
+# characters (removed from the artifact first, so content cannot forge one).
+_OPEN, _CLOSE = "\ue000", "\ue001"
+PLACEHOLDER = re.compile(f"{_OPEN}(\\d+){_CLOSE}")
+_PRIVATE = re.compile(f"[{_OPEN}{_CLOSE}]")
+_H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.M)
+_NUMBERED_ENTRY = re.compile(r"^\s*(?:[-*]\s*)?\[?(\d{1,3})\]?[.):]?\s+(.*)$")
+_ID_ENTRY = re.compile(r"^\s*(?:[-*]|\d+[.)])?\s*\[(S\d+)\]")
+
+
+@dataclass(frozen=True)
+class CitedEvidence:
+    """What the evidence check found for one citation of one sentence."""
+
+    verdict: str  # supported | weak | unsupported
+    score: float | None
+    passage: str | None  # the best passage of the source, if any
+    missing: tuple[str, ...]
+    judge: str | None  # the judge's one-line reason, if a judge ran
+    sentence: str  # the sentence as the evidence file has it
+    findings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CiteItem:
+    """One source of a citation group: `[1, 3]` has two."""
+
+    label: str  # as written: "3" or "S3"
+    source_id: str | None  # None when it cannot be resolved to an archived source
+    number: int | None  # its number in the exported reference list
+    evidence: CitedEvidence | None
+
+    @property
+    def verdict(self) -> str:
+        return self.evidence.verdict if self.evidence is not None else "unchecked"
+
+
+@dataclass(frozen=True)
+class Citation:
+    index: int
+    offset: int  # in the artifact file's text
+    written: str  # "[1, 3]"
+    items: tuple[CiteItem, ...]
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A passage of a source that a sentence of the article cites, for the reference list."""
+
+    number: int  # the citing sentence's citation number
+    evidence: CitedEvidence
+
+
+@dataclass
+class Reference:
+    number: int
+    source_id: str
+    source: ArchivedSource
+    parts: ReferenceParts
+    archived_file: str | None  # relative to the project, when the archived text exists
+    passages: list[Passage] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class EvidenceState:
+    status: str  # "current" | "stale" | "absent" | "unreadable"
+    generated_at: str | None = None
+    summary: dict[str, Any] | None = None
+
+
+@dataclass
+class Article:
+    project_dir: Path
+    name: str
+    title: str
+    text: str  # the artifact as on disk
+    sha256: str  # of the artifact's bytes
+    markdown: str  # body for the parser: title, reference list and notes removed; citations as placeholders
+    citations: list[Citation]
+    references: list[Reference]
+    evidence: EvidenceState
+    warnings: list[str]
+
+    @property
+    def project_id(self) -> str:
+        return self.project_dir.name
+
+    def reference(self, source_id: str) -> Reference | None:
+        return next((r for r in self.references if r.source_id == source_id), None)
+
+    def cite_text(self, citation: Citation, *, marked: bool = False) -> str:
+        """The citation as plain text in the export's numbering: `[1, 3]` (unknown ids kept
+        with a `?`); `marked` adds the verdict of a weak or unsupported one: `[1, 3 (unsupported)]`."""
+        labels = []
+        for item in citation.items:
+            label = str(item.number) if item.number is not None else f"{item.label}?"
+            if marked and item.verdict in ("weak", "unsupported"):
+                label += f" ({item.verdict})"
+            labels.append(label)
+        return "[" + ", ".join(labels) + "]"
+
+    def plain(self, markdown: str, *, marked: bool = False) -> str:
+        """`markdown` with its placeholders written back as numbered citations."""
+        return PLACEHOLDER.sub(lambda m: self.cite_text(self.citations[int(m.group(1))], marked=marked), markdown)
+
+
+def artifact_path(project_dir: Path, name: str) -> Path:
+    """The artifact's file, checked to be a plain markdown file name inside the project."""
+    check_name("file name", name)
+    if not name.endswith(".md"):
+        raise UsageError(f"--file {name!r} is not a markdown artifact; give one such as final.md or draft_v2.md")
+    return project_dir / name
+
+
+def missing_artifact_message(project_id: str, name: str) -> str:
+    from pensieve.stages import STAGES
+
+    writer = next((s for s in STAGES if s.writes == name), None)
+    if writer is None:
+        return f"project {project_id} has no {name}; export an existing artifact with --file (e.g. final.md)"
+    return (
+        f"project {project_id} is not finished: {name} is missing (the {writer.title} has not run); "
+        f"run `pensieve run {project_id}` first"
+    )
+
+
+def load_article(project_dir: Path, name: str = DEFAULT_ARTIFACT) -> Article:
+    path = artifact_path(project_dir, name)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(missing_artifact_message(project_dir.name, name)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    # Same length: evidence offsets stay valid, and no content can forge a placeholder.
+    text = _PRIVATE.sub("\ufffd", data.decode("utf-8", errors="replace"))
+    if not text.strip():
+        raise UsageError(f"{name} of project {project_dir.name} is empty; run the stage that writes it again")
+    sha = sha256_of_bytes(data)
+    warnings: list[str] = []
+
+    start, front_title = _front_matter(text)
+    cuts = _cuts(text, start)
+    title_match = next((m for m in _H1.finditer(text, start) if not _inside(m.start(), cuts)), None)
+    title = ""
+    if title_match is not None and not text[start : title_match.start()].strip():
+        title = _plain_title(title_match.group(1))
+        cuts.append((title_match.start(), title_match.end()))
+    title = title or front_title or _brief_title(project_dir) or project_dir.name
+
+    archive = SourceArchive(project_dir)
+    sources = {s.id: s for s in archive.entries()}
+    numbers = _numbered_references(text, cuts, archive)
+    evidence_state, sentences = _load_evidence(project_dir, name, sha, warnings)
+
+    code = code_spans(text)
+    matches = _citation_matches(text, start, numbers, skip=code + cuts)
+    order: dict[str, int] = {}
+    raw_items: list[list[tuple[str, str | None]]] = []
+    for match, numbered in matches:
+        group = []
+        for label in re.findall(r"S\d+|\d+", match.group(1)):
+            sid = numbers.get(label) if numbered else label
+            resolved = sid if sid is not None and sid in sources else None
+            if resolved is not None:
+                order.setdefault(resolved, len(order) + 1)
+            group.append((label, resolved))
+        raw_items.append(group)
+
+    references = [
+        Reference(number, sid, sources[sid], reference_parts(sources[sid]), _archived_file(project_dir, sources[sid]))
+        for sid, number in order.items()
+    ]
+    by_id = {r.source_id: r for r in references}
+    citations: list[Citation] = []
+    unresolved: list[str] = []
+    for index, ((match, _numbered), group) in enumerate(zip(matches, raw_items, strict=True)):
+        items = []
+        for label, sid in group:
+            found = _evidence_for(sentences, match.start(), sid) if sid is not None else None
+            number = order.get(sid) if sid is not None else None
+            items.append(CiteItem(label, sid, number, found))
+            if sid is None:
+                unresolved.append(label)
+            elif found is not None and number is not None:
+                by_id[sid].passages.append(Passage(number, found))
+        citations.append(Citation(index, match.start(), match.group(0), tuple(items)))
+    if unresolved:
+        listed = ", ".join(dict.fromkeys(unresolved))
+        warnings.append(f"{name}: citation(s) {listed} match no archived source; they are shown unlinked")
+
+    markdown = _with_placeholders(text, start, cuts, matches)
+    return Article(project_dir, name, title, text, sha, markdown, citations, references, evidence_state, warnings)
+
+
+def _front_matter(text: str) -> tuple[int, str]:
+    """(offset where the body starts, the front matter's title or "")."""
+    if not text.startswith("---"):
+        return 0, ""
+    try:
+        parsed = parse_front_matter(text)
+    except FrontMatterError:
+        return 0, ""
+    if parsed is None:
+        return 0, ""
+    meta, body = parsed
+    title = clean_text(meta.get("title")) if isinstance(meta, dict) else ""
+    return len(text) - len(body), title
+
+
+def _cuts(text: str, start: int) -> list[tuple[int, int]]:
+    """Spans left out of the published body: the reference list (generated again from the
+    archive) and a reviser's notes."""
+    body = text[start:]
+    cuts: list[tuple[int, int]] = []
+    _article, notes = split_notes(body)
+    if notes:
+        at = body.rfind(notes.rstrip())
+        if at >= 0:
+            cuts.append((start + at, start + at + len(notes.rstrip())))
+    _rest, refs = split_references(body)
+    if refs:
+        at = body.rfind(refs)
+        if at >= 0:
+            cuts.append((start + at, start + at + len(refs)))
+    return cuts
+
+
+def _plain_title(heading: str) -> str:
+    heading = CITE_GROUP.sub("", NUMBER_GROUP.sub("", heading))
+    return clean_text(re.sub(r"[*_`]+", "", heading).replace("\\", ""))
+
+
+def _brief_title(project_dir: Path) -> str:
+    try:
+        brief = (project_dir / "brief.md").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    line = next((line for line in brief.splitlines() if line.strip()), "")
+    return clean_text(line.lstrip("#"))[:200]
+
+
+def _numbered_references(text: str, cuts: list[tuple[int, int]], archive: SourceArchive) -> dict[str, str]:
+    """The artifact's own reference list: number (or id) -> archived source id."""
+    mapping: dict[str, str] = {}
+    for cut_start, cut_end in cuts:
+        section = text[cut_start:cut_end]
+        if not re.match(r"#{1,6}\s*(references|sources|bibliography|works cited)", section, re.I):
+            continue
+        for line in section.splitlines()[1:]:
+            by_id = _ID_ENTRY.match(line)
+            if by_id:
+                mapping[by_id.group(1)] = by_id.group(1)
+                continue
+            entry = _NUMBERED_ENTRY.match(line)
+            if not entry:
+                continue
+            for url in bare_urls(entry.group(2)):
+                found = archive.find(url)
+                if found is not None:
+                    mapping[entry.group(1)] = found.id
+                    break
+    return mapping
+
+
+def _inside(position: int, spans: list[tuple[int, int]]) -> bool:
+    return any(s <= position < e for s, e in spans)
+
+
+def _citation_matches(
+    text: str, start: int, numbers: dict[str, str], skip: list[tuple[int, int]]
+) -> list[tuple[re.Match[str], bool]]:
+    """Citation groups in reading order: `[S3, S7]` always, `[1, 2]` when every number is
+    in the artifact's reference list (so `[3]` in a draft or a year is left alone)."""
+    found: list[tuple[re.Match[str], bool]] = []
+    for match in CITE_GROUP.finditer(text, start):
+        if not _inside(match.start(), skip):
+            found.append((match, False))
+    if numbers:
+        for match in NUMBER_GROUP.finditer(text, start):
+            labels = re.findall(r"\d+", match.group(1))
+            if all(label in numbers for label in labels) and not _inside(match.start(), skip):
+                found.append((match, True))
+    found.sort(key=lambda pair: pair[0].start())
+    return found
+
+
+def _with_placeholders(
+    text: str, start: int, cuts: list[tuple[int, int]], matches: list[tuple[re.Match[str], bool]]
+) -> str:
+    edits = [(s, e, "") for s, e in cuts]
+    edits += [(m.start(), m.end(), f"{_OPEN}{i}{_CLOSE}") for i, (m, _n) in enumerate(matches)]
+    edits.sort()
+    out: list[str] = []
+    position = start
+    for edit_start, edit_end, replacement in edits:
+        if edit_start < position:
+            continue  # inside a span already cut
+        out.append(text[position:edit_start])
+        out.append(replacement)
+        position = edit_end
+    out.append(text[position:])
+    return "".join(out).strip() + "\n"
+
+
+def _archived_file(project_dir: Path, source: ArchivedSource) -> str | None:
+    return source.file if source.file and (project_dir / source.file).is_file() else None
+
+
+# -- evidence ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    start: int
+    end: int
+    text: str
+    findings: tuple[str, ...]
+    citations: dict[str, dict[str, Any]]
+
+
+def _load_evidence(
+    project_dir: Path, name: str, sha: str, warnings: list[str]
+) -> tuple[EvidenceState, list[_Sentence]]:
+    path = project_dir / EVIDENCE_FILE
+    if not path.is_file():
+        return EvidenceState("absent"), []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        entry = data.get("artifacts", {}).get(name)
+    except (OSError, ValueError, AttributeError):
+        warnings.append(f"{EVIDENCE_FILE} cannot be read; the export shows no evidence")
+        return EvidenceState("unreadable"), []
+    if not isinstance(entry, dict):
+        return EvidenceState("absent"), []
+    generated = clean_text(data.get("generated_at")) or None
+    summary = entry.get("summary") if isinstance(entry.get("summary"), dict) else None
+    if entry.get("artifact_sha256") != sha:
+        warnings.append(
+            f"evidence is stale for {name}: the file changed after the evidence was computed; "
+            f"passages are not shown (run `pensieve evidence {project_dir.name}`)"
+        )
+        return EvidenceState("stale", generated, summary), []
+    sentences = []
+    for item in entry.get("sentences") or []:
+        try:
+            cited = {str(c["source"]): c for c in item.get("citations") or [] if isinstance(c, dict) and "source" in c}
+            sentences.append(
+                _Sentence(
+                    int(item["start"]),
+                    int(item["end"]),
+                    clean_text(item.get("text")),
+                    tuple(clean_text(f) for f in item.get("findings") or [] if clean_text(f)),
+                    cited,
+                )
+            )
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue  # one malformed sentence does not hide the others
+    return EvidenceState("current", generated, summary), sentences
+
+
+def _evidence_for(sentences: list[_Sentence], offset: int, source_id: str) -> CitedEvidence | None:
+    for sentence in sentences:
+        if sentence.start <= offset <= sentence.end and source_id in sentence.citations:
+            return _cited_evidence(sentence, sentence.citations[source_id])
+    return None
+
+
+def _cited_evidence(sentence: _Sentence, cited: dict[str, Any]) -> CitedEvidence:
+    verdict = str(cited.get("verdict") or "")
+    # Anything but the three known verdicts is shown as unsupported, never as supported.
+    verdict = verdict if verdict in VERDICTS else "unsupported"
+    passage = cited.get("passage")
+    passage_text = clean_text(passage.get("text")) if isinstance(passage, dict) else ""
+    judge = cited.get("judge")
+    reason = clean_text(judge.get("reason")) if isinstance(judge, dict) else ""
+    score = cited.get("score")
+    return CitedEvidence(
+        verdict=verdict,
+        score=float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
+        passage=passage_text or None,
+        missing=tuple(clean_text(m) for m in cited.get("missing") or [] if clean_text(m)),
+        judge=reason or None,
+        sentence=sentence.text,
+        findings=sentence.findings,
+    )
+
+
+__all__ = [
+    "DEFAULT_ARTIFACT",
+    "EVIDENCE_FILE",
+    "PLACEHOLDER",
+    "Article",
+    "Citation",
+    "CiteItem",
+    "CitedEvidence",
+    "EvidenceState",
+    "Passage",
+    "Reference",
+    "load_article",
+]

@@ -1,0 +1,105 @@
+"""`pensieve export`: one artifact of a project to a file (or an evidence bundle).
+
+Everything is checked before anything is written, and every file is written atomically:
+a failed export leaves no partial file behind.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pensieve.clock import now_iso
+from pensieve.errors import UsageError
+from pensieve.publish.document import DEFAULT_ARTIFACT, Article, load_article
+from pensieve.workspace import atomic_write_bytes
+
+FORMATS = ("html", "docx", "md", "json")
+_BY_SUFFIX = {".html": "html", ".htm": "html", ".docx": "docx", ".md": "md", ".markdown": "md", ".json": "json"}
+EXPORT_DIR = "export"
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    path: Path
+    format: str
+    bundle: bool
+    references: int
+    warnings: list[str] = field(default_factory=list)
+
+
+def choose_format(fmt: str | None, output: Path | None, bundle: bool) -> str:
+    if fmt is not None:
+        fmt = fmt.strip().lower()
+        if fmt not in FORMATS:
+            raise UsageError(f"unknown format {fmt!r}; use one of: {', '.join(FORMATS)}")
+        return fmt
+    if output is not None and not bundle:
+        suffix = output.suffix.lower()
+        if suffix == ".zip":
+            raise UsageError(f"{output} is a .zip: a zip is an evidence bundle, add --bundle")
+        if suffix in _BY_SUFFIX:
+            return _BY_SUFFIX[suffix]
+    return "html"
+
+
+def render_format(article: Article, fmt: str, *, exported_at: str, front_matter: bool = False) -> bytes:
+    if fmt == "html":
+        from pensieve.publish.html import html_page
+
+        return html_page(article, exported_at=exported_at).encode("utf-8")
+    if fmt == "md":
+        from pensieve.publish.markdown import markdown_export
+
+        return markdown_export(article, exported_at=exported_at, front_matter=front_matter).encode("utf-8")
+    if fmt == "json":
+        from pensieve.publish.json_export import json_export
+
+        data = json_export(article, exported_at=exported_at)
+        return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    if fmt == "docx":
+        from pensieve.publish.docx import docx_export
+
+        return docx_export(article, exported_at=exported_at)
+    raise UsageError(f"unknown format {fmt!r}; use one of: {', '.join(FORMATS)}")
+
+
+def default_output(project_dir: Path, fmt: str, bundle: bool) -> Path:
+    name = f"{project_dir.name}-bundle" if bundle else f"{project_dir.name}.{fmt}"
+    return project_dir / EXPORT_DIR / name
+
+
+def export_project(
+    project_dir: Path,
+    *,
+    fmt: str | None = None,
+    output: Path | None = None,
+    bundle: bool = False,
+    name: str = DEFAULT_ARTIFACT,
+    front_matter: bool = False,
+) -> ExportResult:
+    chosen = choose_format(fmt, output, bundle)
+    target = output if output is not None else default_output(project_dir, chosen, bundle)
+    if not bundle and target.is_dir():
+        raise UsageError(f"{target} is a directory; give a file name with --output")
+    if front_matter and chosen != "md":
+        raise UsageError("--front-matter applies to --format md only")
+    article = load_article(project_dir, name)
+    exported_at = now_iso()
+    try:
+        if bundle:
+            from pensieve.publish.bundle import bundle_files, write_bundle
+
+            extra = {}
+            if chosen != "html":
+                data = render_format(article, chosen, exported_at=exported_at, front_matter=front_matter)
+                extra[f"article.{chosen}"] = data
+            write_bundle(bundle_files(article, exported_at=exported_at, extra=extra), target)
+        else:
+            data = render_format(article, chosen, exported_at=exported_at, front_matter=front_matter)
+            atomic_write_bytes(target, data)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise UsageError(f"cannot write {target}: {reason}; choose another --output") from None
+    return ExportResult(target, chosen, bundle, len(article.references), list(article.warnings))

@@ -1,0 +1,123 @@
+"""How one archived source is cited: the only place a reference entry is put together.
+
+Every format (HTML, DOCX, Markdown, JSON) takes its reference entries from
+`reference_parts`, so a richer label (authors, year, venue from the metadata of the
+bibliographic issue) changes in one place. Fields added to ArchivedSource later are read
+with getattr, so this works with or without them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+# Control characters (but tab and newline), which also make XML (DOCX) unwritable.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
+
+
+def clean_text(value: object) -> str:
+    """A one-line plain string: control characters dropped, whitespace collapsed."""
+    return " ".join(_CONTROL.sub("", str(value or "")).split())
+
+
+def safe_url(url: str) -> str | None:
+    """The URL if it may be a link (http or https with a host), else None."""
+    url = clean_text(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return None
+    return url
+
+
+def site_of(url: str) -> str:
+    try:
+        host = urlsplit(clean_text(url)).hostname or ""
+    except ValueError:
+        host = ""
+    return host.removeprefix("www.")
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (clean_text(value),) if value.strip() else ()
+    if isinstance(value, (list, tuple)):
+        return tuple(clean_text(v) for v in value if clean_text(v))
+    return ()
+
+
+def _authors_label(authors: tuple[str, ...]) -> str:
+    if not authors:
+        return ""
+    if len(authors) == 1:
+        return authors[0]
+    if len(authors) == 2:
+        return f"{authors[0]} and {authors[1]}"
+    if len(authors) == 3:
+        return f"{authors[0]}, {authors[1]} and {authors[2]}"
+    return f"{authors[0]} et al."
+
+
+@dataclass(frozen=True)
+class ReferenceParts:
+    """One reference entry's pieces, every one plain text (escaped by each format)."""
+
+    label: str  # authors, else publisher, else the site
+    authors: tuple[str, ...]
+    title: str
+    site: str
+    fetched: str  # YYYY-MM-DD: the day Pensieve fetched the page
+    fetched_at: str  # the full capture time as archived
+    url: str  # the live URL (after redirects)
+    link: str | None  # the URL when it is safe to link (http/https), else None
+    year: str = ""
+    venue: str = ""
+    publisher: str = ""
+    published: str = ""
+    doi: str = ""
+
+    def text(self) -> str:
+        """The entry on one line of plain text: `Label. Title. Site. Fetched DATE. URL`."""
+        pieces = [self.label]
+        if self.year and self.year not in self.label:
+            pieces[0] = f"{self.label} ({self.year})" if self.label else self.year
+        pieces.append(self.title)
+        if self.venue:
+            pieces.append(self.venue)
+        if self.site and self.site != self.label:
+            pieces.append(self.site)
+        if self.fetched:
+            pieces.append(f"Fetched {self.fetched}")
+        out = ". ".join(p.rstrip(".") for p in pieces if p) + "."
+        if self.doi:
+            out += f" doi:{self.doi}"
+        return f"{out} {self.url}".strip()
+
+
+def reference_parts(source: Any) -> ReferenceParts:
+    """The reference entry for an archived source (ArchivedSource or anything shaped like it)."""
+    url = clean_text(getattr(source, "final_url", "") or getattr(source, "url", ""))
+    site = site_of(url)
+    authors = _names(getattr(source, "authors", ()))
+    publisher = clean_text(getattr(source, "publisher", ""))
+    fetched_at = clean_text(getattr(source, "fetched_at", ""))
+    year = clean_text(getattr(source, "year", "") or "")
+    return ReferenceParts(
+        label=_authors_label(authors) or publisher or site,
+        authors=authors,
+        title=clean_text(getattr(source, "title", "")) or "(untitled)",
+        site=site,
+        fetched=fetched_at[:10],
+        fetched_at=fetched_at,
+        url=url,
+        link=safe_url(url),
+        year="" if year in ("0", "None") else year,
+        venue=clean_text(getattr(source, "venue", "")),
+        publisher=publisher,
+        published=clean_text(getattr(source, "published", "")),
+        doi=clean_text(getattr(source, "doi", "")),
+    )
