@@ -166,14 +166,57 @@ async def read_page(request: Request) -> Response:
     name = request.query_params.get("file", "final.md")
     if name not in ("final.md", "draft_v2.md", "draft_v1.md"):
         raise BadRequest("the Read page shows final.md, draft_v2.md or draft_v1.md")
-    article = await asyncio.to_thread(_render_article, project, name)
-    return page(request, "read.html", project=project, article=article, name=name, title=article.title)
+    article, references = await asyncio.to_thread(_render_article, project, name)
+    return page(
+        request, "read.html", project=project, article=article, references=references, name=name, title=article.title
+    )
 
 
 def _render_article(project: Project, name: str) -> Any:
-    from pensieve.studio.render import render_article
+    from pensieve.publish.render import render_article
+    from pensieve.studio.render import with_archived_links
 
-    return render_article(project, name)
+    data.read_artifact(project, name)  # the name, a symlink, a missing file: refused as for any artifact
+    try:
+        article = render_article(project.dir, name)
+    except UsageError as exc:
+        raise NotFound(str(exc)) from None
+    return article, with_archived_links(article.references_html, project.id)
+
+
+async def export_download(request: Request) -> Response:
+    """An export format of the article, as a download (made in memory; nothing is written)."""
+    from pensieve.clock import now_iso
+    from pensieve.publish.document import load_article
+    from pensieve.publish.export import FORMATS, render_format
+
+    project = api.studio_of(request).project(request.path_params["id"])
+    fmt = request.path_params["fmt"]
+    if fmt not in FORMATS:
+        raise BadRequest(f"unknown format {fmt!r}; one of: {', '.join(FORMATS)}")
+
+    def make() -> bytes:
+        data.read_artifact(project, "final.md")
+        try:
+            return render_format(load_article(project.dir, "final.md"), fmt, exported_at=now_iso())
+        except UsageError as exc:
+            raise NotFound(str(exc)) from None
+
+    body = await asyncio.to_thread(make)
+    media = {
+        "html": "text/html; charset=utf-8",
+        "md": "text/markdown; charset=utf-8",
+        "json": "application/json",
+        "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    }[fmt]
+    return Response(
+        body,
+        media_type=media,
+        headers={
+            "content-disposition": f'attachment; filename="{project.id}.{fmt}"',
+            "content-security-policy": SANDBOX_CSP,
+        },
+    )
 
 
 async def diff_page(request: Request) -> Response:
@@ -279,6 +322,7 @@ def create_app(
         Route("/projects/{id}/sources", sources_page),
         Route("/projects/{id}/sources/{sid}", source_page),
         Route("/projects/{id}/sources/{sid}/raw", source_raw),
+        Route("/projects/{id}/export/{fmt}", export_download),
         Route("/topics", topics_page),
         *api.ROUTES,
         Mount("/static", StaticFiles(directory=str(HERE / "static"), follow_symlink=False), name="static"),

@@ -284,15 +284,14 @@
   /* ---------------- read page ---------------- */
   function initRead() {
     $$("a.cite").forEach((a) => {
-      a.setAttribute("role", "button");
+      const passage = a.nextElementSibling;
+      if (!passage || !passage.classList.contains("passage")) return;
       a.setAttribute("aria-expanded", "false");
-      a.classList.add("v-" + (a.dataset.verdict || "unknown"));
       a.addEventListener("click", (e) => {
-        const passage = document.getElementById(a.dataset.passage || "");
-        if (!passage) return;
         e.preventDefault();
-        passage.hidden = !passage.hidden;
-        a.setAttribute("aria-expanded", String(!passage.hidden));
+        const open = !passage.classList.contains("open");
+        passage.classList.toggle("open", open);
+        a.setAttribute("aria-expanded", String(open));
       });
     });
   }
