@@ -335,3 +335,35 @@ def test_topics_list(home: Home) -> None:
     page = client().get("/topics").text
     assert "Raft &lt;script&gt;x&lt;/script&gt;" in page
     assert client().get("/api/topics?q=" + "x" * 600).status_code == 400
+
+
+def test_read_page_shows_citations_passages_references_and_exports(home: Home) -> None:
+    from tests.publish_fixtures import write_evidence as publish_evidence
+    from tests.publish_fixtures import write_final
+
+    project = make_project("art")
+    write_final(project, hostile=True)
+    publish_evidence(project, verdicts={"S3": "weak", "S4": "unsupported"})
+    page = client().get("/projects/art/read")
+    assert page.status_code == 200
+    text = page.text
+    assert 'class="cite verdict-supported" href="#ref-S1" data-source="S1"' in text
+    assert 'data-verdict="weak"' in text and 'data-verdict="unsupported"' in text
+    assert "HNSW builds a layered graph of neighbours." in text  # the supporting passage
+    assert 'href="/projects/art/sources/S1">archived copy</a>' in text
+    assert "https://www.example.org/vector-indexes" in text
+    assert "<script>window" not in text and "<img src=x" not in text and "<iframe" not in text
+    assert 'href="javascript:' not in text and 'href="data:' not in text
+    nonce = re.search(r"'nonce-([^']+)'", page.headers["content-security-policy"])
+    assert nonce is not None and f'<style nonce="{nonce.group(1)}">' in text
+    # Exports download; the HTML one is never rendered as a page of the studio.
+    html = client().get("/projects/art/export/html")
+    assert html.status_code == 200 and html.headers["content-disposition"].startswith("attachment")
+    assert html.headers["content-security-policy"].startswith("sandbox")
+    assert client().get("/projects/art/export/docx").content[:2] == b"PK"
+    assert json.loads(client().get("/projects/art/export/json").text)
+    assert client().get("/projects/art/export/exe").status_code == 400
+    # Stale evidence is said, not presented as current.
+    (project / "final.md").write_text((project / "final.md").read_text() + "\nMore.\n")
+    assert "stale" in client().get("/projects/art/read").text
+    assert client().get("/projects/p-none/read").status_code == 404
