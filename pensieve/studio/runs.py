@@ -34,6 +34,9 @@ class RunManager:
 
     workspace_name: str
     children: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    # Children seen holding their project's lock: from then on the lock alone says whether
+    # they run (a run that released it is ending, and its project may be edited again).
+    locked: set[int] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _alive_child(self, project_id: str) -> subprocess.Popen[bytes] | None:
@@ -47,7 +50,7 @@ class RunManager:
         if holder is not None:
             return holder
         child = self._alive_child(project.id)
-        return child.pid if child is not None else None
+        return child.pid if child is not None and child.pid not in self.locked else None
 
     async def start(
         self, project: Project, until: object = None, from_stage: object = None, model: str | None = None
@@ -93,6 +96,7 @@ class RunManager:
         deadline = time.monotonic() + STARTUP_WAIT_S
         while time.monotonic() < deadline:
             if lock_holder(project) == child.pid:
+                self.locked.add(child.pid)
                 return {"id": project.id, "pid": child.pid, "args": args[3:]}
             code = child.poll()
             if code is not None:
