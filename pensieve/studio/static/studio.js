@@ -123,9 +123,13 @@
       case "stage_interrupted": return "interrupted";
       case "model":
         if (d.error) return "model call failed: " + d.error;
+      {
+        const calls = Array.isArray(d.tool_calls) ? d.tool_calls.join(", ") : (d.tool_calls ? String(d.tool_calls) : "");
+        const cost = d.cost_usd !== undefined && d.cost_usd !== null ? ", " + fmtCost(d.cost_usd) : "";
         return "model call" + (d.purpose ? " (" + d.purpose + ")" : "") + ": " +
-          fmtTokens((d.prompt_tokens || 0) + (d.completion_tokens || 0) || d.tokens) + " tokens" +
-          (d.tool_calls ? ", " + (Array.isArray(d.tool_calls) ? d.tool_calls.join(", ") : d.tool_calls) : "");
+          fmtTokens((d.prompt_tokens || 0) + (d.completion_tokens || 0) || d.tokens) + " tokens" + cost +
+          (d.duration_s ? ", " + Number(d.duration_s).toFixed(1) + " s" : "") + (calls ? " → " + calls : "");
+      }
       case "tool": {
         let args = d.arguments;
         if (args && typeof args === "object") args = JSON.stringify(args);
@@ -159,7 +163,7 @@
       feed.append(li);
       while (feed.children.length > 400) feed.firstElementChild.remove();
       const box = feed.parentElement;
-      box.scrollTop = box.scrollHeight;
+      if (box.scrollHeight - box.scrollTop - box.clientHeight < 80 || feed.children.length < 3) box.scrollTop = box.scrollHeight;
       if (kind !== "tool") scheduleRefresh();
     }
 
