@@ -45,10 +45,10 @@ def _page(browser: Any, base: str, width: int = 1280) -> Any:
     return page
 
 
-def _shot(page: Any, name: str) -> None:
+def _shot(page: Any, name: str, full_page: bool = True) -> None:
     if SHOTS is not None:
         SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+        page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=full_page)
 
 
 def _stage_status(page: Any, stage: str) -> str:
@@ -61,7 +61,7 @@ def test_create_run_watch_read_edit_rerun_stop_and_resume(home: Home, browser: A
         page = _page(browser, base)
         # Create from the form and start at once; the timeline fills in live.
         page.click("text=New article")
-        page.fill("#brief", "How vector databases index embeddings " + HOSTILE)
+        page.fill("#brief", "How vector databases index embeddings")
         page.fill("#pid", "vec")
         page.fill("#words", "1200")
         page.click("button[type=submit]")
@@ -82,6 +82,8 @@ def test_create_run_watch_read_edit_rerun_stop_and_resume(home: Home, browser: A
         assert page.locator("#feed li", has_text="stage_start").count() >= 10
         assert page.evaluate(FLAG)
         _shot(page, "project-1280")
+        page.set_viewport_size({"width": 1100, "height": 700})
+        _shot(page, "readme", full_page=False)
         page.set_viewport_size({"width": 390, "height": 844})
         _shot(page, "project-390")
         page.set_viewport_size({"width": 1280, "height": 900})
@@ -114,7 +116,7 @@ def test_create_run_watch_read_edit_rerun_stop_and_resume(home: Home, browser: A
         # Stop a run and resume it.
         home.model.delay_s["researcher"] = 120.0
         page.goto(f"{base}/new")
-        page.fill("#brief", "Why B-trees still matter")
+        page.fill("#brief", "Why B-trees still matter " + HOSTILE)
         page.fill("#pid", "btrees")
         page.click("button[type=submit]")
         page.wait_for_url(f"{base}/projects/btrees")
