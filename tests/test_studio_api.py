@@ -367,3 +367,15 @@ def test_read_page_shows_citations_passages_references_and_exports(home: Home) -
     (project / "final.md").write_text((project / "final.md").read_text() + "\nMore.\n")
     assert "stale" in client().get("/projects/art/read").text
     assert client().get("/projects/p-none/read").status_code == 404
+
+
+@pytest.mark.slow
+def test_topic_search_by_meaning(home: Home) -> None:
+    from tests.topic_library import QUERIES, TOPICS, write_library
+
+    write_library(home.path / "workspaces" / "default" / "topics", TOPICS[:6])
+    slug = TOPICS[0].slug
+    found = client().get("/api/topics", params={"q": QUERIES[slug][0]})
+    assert found.status_code == 200, found.text
+    assert found.json()["hits"][0]["slug"] == slug
+    assert client().get("/api/topics", params={"q": "   "}).status_code == 400

@@ -66,9 +66,7 @@ def test_create_run_watch_read_edit_rerun_stop_and_resume(home: Home, browser: A
         page.fill("#words", "1200")
         page.click("button[type=submit]")
         page.wait_for_url(f"{base}/projects/vec")
-        page.wait_for_function(
-            "() => document.querySelectorAll('#timeline .s-complete').length >= 1", timeout=60_000
-        )
+        page.wait_for_function("() => document.querySelectorAll('#timeline .s-complete').length >= 1", timeout=60_000)
         assert page.locator("#feed li").count() > 0  # the feed shows what the agents do
         page.wait_for_function(
             "() => document.querySelector('li[data-stage=consistency_checker] [data-field=status]')"
@@ -147,7 +145,8 @@ def test_read_reveals_a_passage_and_hostile_content_runs_nothing(home: Home, bro
     write_evidence(project, verdicts={"S3": "weak", "S4": "unsupported"})
     raw = (
         b"<html><body><script>window.__pwned=11</script><img src=x onerror='window.__pwned=12'>"
-        b"<iframe src='javascript:window.__pwned=13'></iframe><a href='javascript:window.__pwned=14'>x</a></body></html>"
+        b"<iframe src='javascript:window.__pwned=13'></iframe>"
+        b"<a href='javascript:window.__pwned=14'>x</a></body></html>"
     )
     SourceArchive(project).add(
         url="https://evil.example/xss",
@@ -197,8 +196,10 @@ def test_read_reveals_a_passage_and_hostile_content_runs_nothing(home: Home, bro
             assert page.evaluate(FLAG), path
         # The raw page as fetched downloads as text; it is never shown as a page.
         with page.expect_download() as download:
-            page.evaluate("() => { const a = document.createElement('a'); a.href = location.origin + "
-                          "'/projects/hostile/sources/S5/raw'; document.body.append(a); a.click(); }")
+            page.evaluate(
+                "() => { const a = document.createElement('a'); a.href = location.origin + "
+                "'/projects/hostile/sources/S5/raw'; document.body.append(a); a.click(); }"
+            )
         assert download.value.suggested_filename.endswith(".txt")
         assert page.evaluate(FLAG)
         # Topic search results (semantic search) are text too.
