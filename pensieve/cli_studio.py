@@ -54,12 +54,19 @@ def studio(
 
     import uvicorn
 
+    from pensieve.studio.runs import STOPPING
+
+    class _Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: object) -> None:
+            STOPPING.set()  # live feeds end, so open connections close at once
+            super().handle_exit(sig, frame)  # type: ignore[arg-type]
+
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{sock_port}/?token={token}"
     config = uvicorn.Config(
         app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1, server_header=False
     )
-    server = uvicorn.Server(config)
+    server = _Server(config)
     out.print(url, markup=False, soft_wrap=True)
     err.print(f"studio for workspace {ws.name!r}; Ctrl-C stops it (runs it started carry on)", markup=False)
     if open_browser:

@@ -22,8 +22,11 @@ from tests.studio_support import TOKEN, make_project, real_server, wait_for
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
-def _collect(url: str, into: list[tuple[float, dict[str, object], str]], stop: threading.Event) -> None:
-    with httpx.Client(timeout=None) as client, client.stream("GET", url, headers=AUTH) as response:
+def _collect(
+    url: str, into: list[tuple[float, dict[str, object], str]], stop: threading.Event, token: str = TOKEN
+) -> None:
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(timeout=None) as client, client.stream("GET", url, headers=headers) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         event_id = ""
@@ -152,9 +155,21 @@ def test_the_studio_command_prints_its_address_and_stops_cleanly_on_ctrl_c(home:
         assert httpx.get(base + "/api/projects").status_code == 401
         assert httpx.get(base + "/api/projects", headers={"Authorization": "Bearer cli-token-0a9f3e"}).json() == []
         assert httpx.get(url).status_code == 303
+        # A live feed left open does not keep the studio from stopping.
+        make_project("p1", upto="refiner")
+        feed: list[tuple[float, dict[str, object], str]] = []
+        listener = threading.Thread(
+            target=_collect,
+            args=(base + "/api/projects/p1/events", feed, threading.Event(), "cli-token-0a9f3e"),
+            daemon=True,
+        )
+        listener.start()
+        time.sleep(0.5)
     finally:
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=20)
+    listener.join(timeout=5)
+    assert not listener.is_alive(), "the feed's connection stayed open after the studio stopped"
     assert process.returncode == 0, err
     assert "Traceback" not in err and "studio stopped" in err
     assert "cli-token-0a9f3e" not in err + out  # the token is printed once, in the address, never logged

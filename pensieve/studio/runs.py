@@ -24,6 +24,8 @@ from pensieve.stages import STAGE_NAMES
 from pensieve.studio.projects import BadRequest, Conflict
 from pensieve.workspace import Project
 
+# Set when the studio is told to stop: live feeds end so the server can close at once.
+STOPPING = threading.Event()
 RUN_LOG = "studio-run.log"  # the run's own output, under scratch/ (the CLI's messages)
 STARTUP_WAIT_S = 30.0
 
@@ -164,12 +166,12 @@ def count_lines(path: Path) -> int:
 
 async def tail_events(path: Path, since: int | None, poll_s: float = 0.1) -> AsyncIterator[tuple[int, str]]:
     """(line number, line) for each complete line of the log from `since` (default: the
-    lines written after this call), following the file as it grows; forever."""
+    lines written after this call), following the file as it grows, until the studio stops."""
     start = count_lines(path) if since is None else max(0, since)
     number = 0
     offset = 0
     pending = b""
-    while True:
+    while not STOPPING.is_set():
         try:
             size = path.stat().st_size
         except OSError:
