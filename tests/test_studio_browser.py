@@ -24,6 +24,7 @@ pytestmark = [
 
 # Set by any payload that runs; every payload in the fixtures writes window.__pwned.
 FLAG = "() => window.__pwned === undefined && !window.__dialog"
+VIOLATIONS: list[str] = []
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +38,12 @@ def browser() -> Iterator[Any]:
 
 
 def _page(browser: Any, base: str, width: int = 1280) -> Any:
+    VIOLATIONS.clear()
     context = browser.new_context(viewport={"width": width, "height": 900})
     page = context.new_page()
     page.on("dialog", lambda d: (page.evaluate("() => { window.__dialog = true }"), d.dismiss()))
+    # The studio's own pages must work under its CSP: a violation means something was blocked.
+    page.on("console", lambda m: VIOLATIONS.append(m.text) if "Content Security Policy" in m.text else None)
     page.goto(f"{base}/?token={TOKEN}")
     assert page.url == f"{base}/", "the token should leave the address bar"
     return page
@@ -133,6 +137,7 @@ def test_create_run_watch_read_edit_rerun_stop_and_resume(home: Home, browser: A
         page.wait_for_function("() => document.body.dataset.state === 'complete'", timeout=120_000)
         assert _stage_status(page, "researcher") == "complete"
         assert page.evaluate(FLAG)
+    assert VIOLATIONS == [], VIOLATIONS
 
 
 def test_read_reveals_a_passage_and_hostile_content_runs_nothing(home: Home, browser: Any) -> None:
@@ -189,6 +194,8 @@ def test_read_reveals_a_passage_and_hostile_content_runs_nothing(home: Home, bro
         ):
             page.goto(base + path)
             page.mouse.move(200, 300)
+            if path.startswith("/projects/hostile/diff"):
+                _shot(page, "diff-1280")
             for link in page.locator("a").all()[:60]:
                 href = link.get_attribute("href") or ""
                 assert not href.strip().lower().startswith(("javascript:", "data:")), (path, href)
@@ -204,4 +211,7 @@ def test_read_reveals_a_passage_and_hostile_content_runs_nothing(home: Home, bro
         assert page.evaluate(FLAG)
         # Topic search results (semantic search) are text too.
         page.goto(f"{base}/topics")
+        page.click("text=Read the topic")
+        assert page.evaluate(FLAG)
         _shot(page, "topics-1280")
+    assert VIOLATIONS == [], VIOLATIONS

@@ -70,7 +70,14 @@ class Studio:
         library = load_library(self.workspace)
         return {
             "topics": [
-                {"slug": t.slug, "title": t.title, "summary": t.summary, "tags": list(t.tags), "updated": t.updated}
+                {
+                    "slug": t.slug,
+                    "title": t.title,
+                    "summary": t.summary,
+                    "tags": list(t.tags),
+                    "updated": t.updated,
+                    "body": t.body,
+                }
                 for t in library.topics
             ],
             "problems": library.problems,
