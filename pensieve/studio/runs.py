@@ -128,8 +128,9 @@ class RunManager:
 def _child_env() -> dict[str, str]:
     """The studio's environment, with the same pensieve package first on the path."""
     import pensieve
+    from pensieve.studio.security import TOKEN_ENV
 
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}  # a run has no use for the studio's token
     root = str(Path(pensieve.__file__).resolve().parents[1])
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
