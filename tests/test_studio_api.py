@@ -230,6 +230,15 @@ def test_edit_keeps_history_marks_later_stages_stale_and_refuses_stale_bases(hom
     assert saved.status_code == 200, saved.text
     assert saved.json()["changed"] is True
     assert list(saved.json()["stale"]) == ["drafter"]
+    assert saved.json()["stale_downstream"] == [
+        "drafter",
+        "content_reviewer",
+        "fact_checker",
+        "style_reviewer",
+        "reviser",
+        "polisher",
+        "consistency_checker",
+    ]
     assert (p1 / "outline.md").read_text() == edited
     kept = list((p1 / "history").glob("outline.*.md"))
     assert len(kept) == 1 and kept[0].read_text() == before["text"]

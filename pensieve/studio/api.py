@@ -132,6 +132,7 @@ async def project_view(request: Request) -> Response:
             "state": v.state,
             "running_pid": studio.runs.running_pid(project),
             "stale": v.stale,
+            "stale_downstream": v.stale_downstream,
             "files": v.files,
             "status": v.status.model_dump(mode="json"),
             "events": studio.event_count(project),

@@ -156,6 +156,10 @@ class ProjectView:
     stale: dict[str, list[str]]
     files: list[str] = field(default_factory=list)
 
+    @property
+    def stale_downstream(self) -> list[str]:
+        return downstream_stale(self.stale, self.status)
+
 
 def status_json(project: Project) -> dict[str, Any]:
     """The object of `pensieve status ID --json`."""
@@ -227,17 +231,41 @@ def save_artifact(project: Project, name: str, text: object, base_sha256: object
                     },
                 )
             if exists and current == data:
-                return {"name": name, "sha256": current_sha, "changed": False, "stale": _stale(project, stale_stages)}
+                stale, downstream = _stale(project, stale_stages)
+                return {
+                    "name": name,
+                    "sha256": current_sha,
+                    "changed": False,
+                    "stale": stale,
+                    "stale_downstream": downstream,
+                }
             if exists:
                 keep_in_history(project, path)
             atomic_write_text(path, text)
     except ProjectBusy:
         raise Conflict(f"project {project.id} is running; stop the run (or wait for it) before editing") from None
-    return {"name": name, "sha256": sha256_of_bytes(data), "changed": True, "stale": _stale(project, stale_stages)}
+    stale, downstream = _stale(project, stale_stages)
+    return {
+        "name": name,
+        "sha256": sha256_of_bytes(data),
+        "changed": True,
+        "stale": stale,
+        "stale_downstream": downstream,
+    }
 
 
-def _stale(project: Project, stale_stages: Any) -> dict[str, list[str]]:
-    return dict(stale_stages(project, load_status(project.status_path, keep_copy=False)))
+def _stale(project: Project, stale_stages: Any) -> tuple[dict[str, list[str]], list[str]]:
+    status = load_status(project.status_path, keep_copy=False)
+    stale = dict(stale_stages(project, status))
+    return stale, downstream_stale(stale, status)
+
+
+def downstream_stale(stale: dict[str, list[str]], status: Status) -> list[str]:
+    """The finished stages a re-run from the stale ones would run again, in pipeline order."""
+    from pensieve.stages import STAGE_NAMES, downstream_of
+
+    hit = {name for stage in stale for name in downstream_of(stage)}
+    return [name for name in STAGE_NAMES if name in hit and status.stages[name].status == "complete"]
 
 
 # -- versions and diffs ------------------------------------------------------------------------

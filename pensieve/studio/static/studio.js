@@ -184,11 +184,14 @@
       for (const [name, e] of Object.entries(v.status.stages)) {
         const li = $('li[data-stage="' + name + '"]');
         if (!li) continue;
-        li.className = "stage s-" + e.status + (v.stale[name] ? " stale" : "");
+        const stale = (v.stale_downstream || []).includes(name);
+        li.className = "stage s-" + e.status + (stale ? " stale" : "");
         const st = $('[data-field="status"]', li);
         st.textContent = e.status;
         st.className = "badge s-" + e.status;
-        $('[data-field="stale"]', li).hidden = !v.stale[name];
+        const badge = $('[data-field="stale"]', li);
+        badge.hidden = !stale;
+        badge.title = v.stale[name] ? "changed since it ran: " + v.stale[name].join(", ") : (stale ? "runs again after an earlier stale stage" : "");
         const u = e.usage || {};
         const parts = [];
         if (e.model) parts.push(e.model);
@@ -258,7 +261,7 @@
         base = r.data.sha256;
         $("#conflict").hidden = true;
         say(msg, r.data.changed ? "Saved. The previous version is kept under history/." : "No change.", "ok");
-        const stale = Object.keys(r.data.stale || {});
+        const stale = r.data.stale_downstream || [];
         if (stale.length) {
           $("#after-save").hidden = false;
           $("#stale-text").textContent = "Out of date now: " + stale.join(", ") + ". Re-run them to use your edit.";
