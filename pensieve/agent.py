@@ -12,7 +12,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pensieve import prompts
 from pensieve.context import compact
@@ -25,9 +25,18 @@ from pensieve.model_client import ModelClient
 from pensieve.source_archive import SourceArchive
 from pensieve.stages import Artifact
 from pensieve.textcalls import parse_text_tool_calls
+from pensieve.tool_matrix import cap_for
 from pensieve.tools import TOOL_NAMES, offered_tools
+from pensieve.tools.files import MAX_WRITE_CHARS
 from pensieve.tools.projects import document_title
 from pensieve.tools.registry import Tool, ToolContext
+from pensieve.web.catalog import CATALOG
+
+if TYPE_CHECKING:
+    from pensieve.config import Settings
+
+if TYPE_CHECKING:
+    from pensieve.config import Settings
 
 __all__ = ["AgentRun", "StageFailed", "run_agent", "system_prompt", "task_message"]
 
@@ -53,7 +62,7 @@ class AgentRun:
 def _filename(arguments: str) -> str:
     try:
         data = json.loads(arguments)
-    except (json.JSONDecodeError, TypeError):
+    except (json.JSONDecodeError, TypeError, RecursionError):
         return ""
     return str(data.get("filename", "")) if isinstance(data, dict) else ""
 
@@ -61,12 +70,15 @@ def _filename(arguments: str) -> str:
 def _summary(arguments: str, limit: int = 120) -> str:
     try:
         data = json.loads(arguments)
-    except (json.JSONDecodeError, TypeError):
+    except (json.JSONDecodeError, TypeError, RecursionError):
         return arguments[:limit]
     if isinstance(data, dict):
         parts = []
         for key, value in data.items():
-            text = value if isinstance(value, str) else json.dumps(value)
+            try:
+                text = value if isinstance(value, str) else json.dumps(value)
+            except (RecursionError, ValueError):
+                text = "<nested too deeply>"
             text = " ".join(str(text).split())
             parts.append(f"{key}={text[:60]!r}" if key != "content" else f"content=<{len(str(value))} chars>")
         return ", ".join(parts)[:limit]
@@ -83,10 +95,19 @@ def has_sources(run: AgentRun) -> bool:
     ctx = run.ctx
     if SourceArchive(ctx.project.dir).entries():
         return True
+    if any(t.origin.startswith("mcp:") for t in run.tools):
+        return True  # what an MCP tool returns is archived as a source
     if Artifact.RESEARCH_NOTES in ctx.stage.reads:
         return False  # the research is done and fetched nothing
     search, _missing = offered_tools(("web_search",), ctx.settings, ctx.environ)
     return bool(search)
+
+
+def academic_configured(settings: Settings) -> bool:
+    return any(CATALOG[name].kind == "academic" for name in settings.search.configured())
+def tool_cap(found: Tool, settings: Settings) -> int:
+    """A tool's per-stage call cap (pensieve.tool_matrix.cap_for)."""
+    return cap_for(found.name, found.canonical or found.name, found.default_limit, settings)
 
 
 def _write_by_round(max_rounds: int) -> int:
@@ -102,7 +123,7 @@ def system_prompt(run: AgentRun) -> str:
     missing = "".join(f"\n- {name} is not available in this run: {why}" for name, why in run.missing_tools.items())
     names = {t.name for t in run.tools}
     max_rounds = settings.max_rounds_for(stage.name)
-    caps = ", ".join(f"{t.name} {settings.limits.get(t.name, t.default_limit)}" for t in run.tools)
+    caps = ", ".join(f"{t.name} {tool_cap(t, settings)}" for t in run.tools)
     variables: dict[str, str | bool] = {
         "stage": stage.name,
         "project": run.ctx.project.id,
@@ -122,6 +143,7 @@ def system_prompt(run: AgentRun) -> str:
         "tool_caps": caps or "none",
         "sourced": has_sources(run),
         "web_search": "web_search" in names,
+        "academic_search": "web_search" in names and academic_configured(settings),
         "topic_memory": "search_topics" in names,
     }
     common = prompts.render_file("_common.md", variables)
@@ -163,7 +185,7 @@ async def run_agent(run: AgentRun) -> str:
     pensieve.finishing); returns the model's final text (may be empty)."""
     settings = run.ctx.settings
     stage = run.ctx.stage.name
-    box = ToolBox(run.ctx, run.tools, settings.limits)
+    box = ToolBox(run.ctx, run.tools, {t.name: tool_cap(t, settings) for t in run.tools}, run.missing_tools)
     finisher = run.finisher
     system, task = system_prompt(run), task_message(run)
     finisher.prompts = (system, task)
@@ -179,11 +201,12 @@ async def run_agent(run: AgentRun) -> str:
                 messages.append(_assistant_message(reply.text, calls))
                 messages.extend(await _run_tools(run, box, calls))
                 continue
-            follow_up = finisher.review(reply.text, cut_off=reply.finish_reason == "length")
+            text = _capped_final(run, reply.text)
+            follow_up = finisher.review(text, cut_off=reply.finish_reason == "length")
             if follow_up is None:
-                return reply.text
+                return text
             run.ctx.events.emit(EventKind.REPAIR, stage, reason=finisher.asked[-1], message=follow_up)
-            messages.append({"role": "assistant", "content": reply.text or ""})
+            messages.append({"role": "assistant", "content": text or ""})
             messages.append({"role": "user", "content": follow_up})
         reason = (
             f"{stage} reached llm.max_rounds ({rounds}) without finishing; "
@@ -215,6 +238,19 @@ def _calls_in_text(run: AgentRun, box: ToolBox, reply: LLMReply) -> list[ToolCal
         run.text_tool_calls += len(calls)
         run.ctx.events.emit(EventKind.TEXT_TOOL_CALLS, run.ctx.stage.name, tools=[c.name for c in calls])
     return calls
+
+
+def _capped_final(run: AgentRun, text: str) -> str:
+    """A final message is cut at what write_project_file accepts (it may become the
+    artifact); the cut is said in the run's events."""
+    if len(text) <= MAX_WRITE_CHARS:
+        return text
+    run.ctx.events.emit(
+        EventKind.NOTE,
+        run.ctx.stage.name,
+        message=f"the model's final message of {len(text):,} characters was cut to {MAX_WRITE_CHARS:,}",
+    )
+    return text[:MAX_WRITE_CHARS]
 
 
 def _last_rounds_warning(run: AgentRun) -> str:

@@ -17,7 +17,19 @@ from rich.text import Text
 from pensieve import __version__
 from pensieve.cli_export import register as register_export
 from pensieve.cli_studio import studio
-from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, fail, guarded, out, print_json, workspace_of
+from pensieve.cli_support import (
+    JsonOpt,
+    WorkspaceOpt,
+    check_text,
+    err,
+    fail,
+    guarded,
+    out,
+    print_json,
+    storage_error,
+    workspace_of,
+)
+from pensieve.cli_tools import tools_command
 from pensieve.cli_topics import topics_app
 from pensieve.errors import PensieveError, UsageError
 
@@ -48,6 +60,7 @@ app = typer.Typer(
 app.add_typer(topics_app)
 app.command()(studio)
 register_export(app)
+app.command("tools")(tools_command)
 
 
 def _read_brief(brief: str | None, file: Path | None) -> str:
@@ -89,7 +102,7 @@ def new(
         from pensieve.project_list import new_project
 
         load_settings()  # a broken config is reported now, before anything is created
-        text = _read_brief(brief, file)
+        text = _read_brief(check_text(brief, "the brief"), file)
         return new_project(workspace_of(workspace), text, project_id).id
 
     out.print(guarded(action), markup=False)
@@ -125,6 +138,7 @@ def run(
             raise UsageError("--stage runs one stage; it cannot be combined with --until or --from")
         if until and from_stage and STAGE_NAMES.index(from_stage) > STAGE_NAMES.index(until):
             raise UsageError(f"--from {from_stage} comes after --until {until}; nothing would run")
+        check_text(model, "--model")
         if model is not None and not model.strip():
             raise UsageError("--model is empty; give a litellm model string such as openai/gpt-4o-mini")
         settings = load_settings()
@@ -144,6 +158,8 @@ def run(
             result = run_project(project, settings, options, reporter)
     except PensieveError as exc:
         fail(exc)
+    except OSError as exc:  # a full disk, a directory made read-only during the run
+        fail(storage_error(exc))
     except KeyboardInterrupt:
         # Before the run started, nothing changed; after, the stage in flight is marked.
         err.print(f"interrupted: run `pensieve run {project_id}` to continue where it stopped", markup=False)
@@ -212,13 +228,21 @@ def status(
 ) -> None:
     """Per stage: status, times, duration, model calls, tokens, cost and errors."""
 
-    def action() -> tuple[Project, Status]:
+    def action() -> tuple[Project, Status, dict[str, str]]:
+        from pensieve.staleness import demote_missing
         from pensieve.status import load_status
 
         project = workspace_of(workspace).existing_project(project_id)
-        return project, load_status(project.status_path)
+        doc = load_status(project.status_path)
+        # Shown as the next run will see it (not saved: `status` changes nothing).
+        return project, doc, demote_missing(project, doc)
 
-    project, doc = guarded(action)
+    project, doc, missing = guarded(action)
+    for name, artifact in missing.items():
+        err.print(
+            f"note: {artifact} is missing, so {name} is pending again; `pensieve run {project.id}` runs it again",
+            markup=False,
+        )
     if as_json:
         print_json(doc.model_dump(mode="json"))
         return
@@ -294,6 +318,7 @@ def show(
         from pensieve.tools.files import resolve_inside
 
         project = workspace_of(workspace).existing_project(project_id)
+        check_text(file, "the file name")
         if file.startswith(("/", "~")) or ".." in PurePosixPath(file).parts or "\x00" in file:
             raise UsageError(f"{file!r}: give a file name inside the project, e.g. final.md")
         try:
@@ -355,8 +380,9 @@ def repair(
 
         ws = workspace_of(workspace)
         project = ws.project(project_id)
-        if not (project.dir / "brief.md").is_file():
+        if not (project.dir / "brief.md").is_file() and not project.dir.is_symlink():
             raise UsageError(f"unknown project {project_id!r} in workspace {ws.name!r}")
+        project.refuse_links()
         with project.run_lock():
             doc = rebuild_status(project)
         done = sum(1 for s in doc.stages.values() if s.status == "complete")
@@ -418,4 +444,12 @@ def root(
 
 
 def main() -> None:
+    # Bytes on the command line that are not UTF-8 reach us as lone surrogates: refused
+    # here with one line (each command also checks its own free-text arguments).
+    for arg in sys.argv[1:]:
+        if any("\ud800" <= ch <= "\udfff" for ch in arg):
+            err.print(
+                "error: a command-line argument is not valid UTF-8 text; check the terminal's encoding", markup=False
+            )
+            raise SystemExit(2)
     app()

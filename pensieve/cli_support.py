@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from collections.abc import Callable
@@ -37,6 +38,26 @@ def guarded(action: Callable[[], T]) -> T:
         return action()
     except PensieveError as exc:
         fail(exc)
+    except OSError as exc:
+        fail(storage_error(exc))
+    except RecursionError:
+        fail(PensieveError("a file Pensieve read is nested too deeply to be one of its own; check the project's files"))
+
+
+def storage_error(exc: OSError) -> PensieveError:
+    """A file system failure (a full disk, a read-only directory, a refused link) as one
+    line naming the path and the cause; files are written atomically, so none is left
+    half-written (exit 1)."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    cause = exc.strerror or type(exc).__name__
+    hint = ""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        hint = "; free some space and run the command again (nothing was left half-written)"
+    elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        hint = "; check the permissions of the directory (nothing was left half-written)"
+    elif exc.errno == errno.ELOOP:
+        hint = "; Pensieve does not follow symbolic links in a project: replace the link by the file"
+    return PensieveError(f"{where}{cause}{hint}")
 
 
 def print_json(data: object) -> None:
@@ -44,7 +65,20 @@ def print_json(data: object) -> None:
 
 
 def workspace_of(name: str) -> Workspace:
-    from pensieve.config import pensieve_home
+    """The workspace a command works in. Every command comes here first, so this is where
+    the configuration is checked (cheaply) for the commands that do not load it whole."""
+    from pensieve.config import check_config, pensieve_home
     from pensieve.workspace import open_workspace
 
+    check_config()
     return open_workspace(pensieve_home(), name)
+
+
+def check_text(value: str | None, what: str) -> str | None:
+    """A command-line argument must be text: bytes that are not UTF-8 arrive as lone
+    surrogates (Python's surrogateescape), which no file can hold."""
+    if value is not None and any("\ud800" <= ch <= "\udfff" for ch in value):
+        from pensieve.errors import UsageError
+
+        raise UsageError(f"{what} is not valid UTF-8 text; check the terminal's encoding or use --file")
+    return value

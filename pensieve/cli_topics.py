@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, guarded, out, print_json, workspace_of
+from pensieve.cli_support import JsonOpt, WorkspaceOpt, check_text, err, guarded, out, print_json, workspace_of
 from pensieve.errors import UsageError
 
 if TYPE_CHECKING:  # imported for real inside the commands: only search and reindex load the model
@@ -55,6 +55,9 @@ def topics_add(
     def action() -> Path:
         from pensieve.topics.library import add_topic, parse_tags
 
+        check_text(title, "the topic title")
+        check_text(body, "--body")
+        check_text(tags, "--tags")
         if body is not None and file is not None:
             raise UsageError("give the body either with --body or with --file, not both")
         text = body or ""
@@ -118,9 +121,10 @@ def topics_show(
 
     def action() -> str:
         from pensieve.topics.library import existing_topic_path
+        from pensieve.workspace import read_file_nofollow
 
         path = existing_topic_path(workspace_of(workspace), slug)
-        return path.read_text(encoding="utf-8", errors="replace")
+        return read_file_nofollow(path).decode("utf-8", errors="replace")
 
     sys.stdout.write(guarded(action))
 
@@ -141,7 +145,7 @@ def topics_search(
         from pensieve.config import load_settings
         from pensieve.topics.search import clean_query, search_library
 
-        clean_query(query)
+        clean_query(check_text(query, "the query") or "")
         if k is not None and k < 1:
             raise UsageError(f"--k must be at least 1, not {k}")
         settings = load_settings()

@@ -10,6 +10,7 @@ paid for twice.
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 from dataclasses import asdict, dataclass
@@ -40,6 +41,11 @@ def staged_artifact(project: Project, stage: Stage) -> Path:
 
 
 def clear_staging(project: Project, stage: Stage) -> None:
+    # Never through a link: rmtree below a linked .staging would delete outside the project.
+    if project.staging_dir.is_symlink() or staging_dir(project, stage).is_symlink():
+        raise OSError(
+            errno.ELOOP, "is a symbolic link; Pensieve does not delete through links", str(project.staging_dir)
+        )
     shutil.rmtree(staging_dir(project, stage), ignore_errors=True)
 
 
@@ -55,8 +61,12 @@ def pending_commit(project: Project, stage: Stage) -> CommitMarker | None:
     path = staging_dir(project, stage) / COMMIT_MARKER
     if not path.is_file():
         return None
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return CommitMarker(data["artifact"], data["sha256"], data["finished_at"])
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        marker = CommitMarker(str(data["artifact"]), str(data["sha256"]), str(data["finished_at"]))
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return None  # written atomically by us, so only a hand could damage it: the stage runs again
+    return marker if marker.artifact == stage.writes else None
 
 
 def move_into_place(project: Project, stage: Stage, marker: CommitMarker, entry: StageStatus) -> None:
@@ -73,6 +83,7 @@ def move_into_place(project: Project, stage: Stage, marker: CommitMarker, entry:
     entry.finished_at = marker.finished_at
     entry.artifact = stage.writes
     entry.artifact_sha256 = marker.sha256
+    entry.check_pending = stage.citation_check
 
 
 def keep_in_history(project: Project, target: Path) -> None:

@@ -11,16 +11,23 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pensieve.errors import UsageError, format_validation_error
 from pensieve.stages import BY_NAME, STAGE_NAMES
 
-SearchProvider = Literal["", "tavily", "serpapi", "brave"]
+SearchProvider = Literal[
+    "", "tavily", "serpapi", "brave", "searxng", "arxiv", "semantic_scholar", "pubmed", "openalex", "crossref"
+]
+ProviderName = Literal[
+    "tavily", "serpapi", "brave", "searxng", "arxiv", "semantic_scholar", "pubmed", "openalex", "crossref"
+]
+ReferenceStyle = Literal["numbered", "author-year"]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, validate_assignment=True)
+    # allow_inf_nan=False: `.nan` or `.inf` in YAML is no temperature, timeout or budget.
+    model_config = ConfigDict(extra="forbid", strict=True, validate_assignment=True, allow_inf_nan=False)
 
 
 class LLMSettings(_Section):
@@ -49,10 +56,60 @@ class LLMSettings(_Section):
     repair_turns: int = Field(default=2, ge=0)
 
 
+class ToolAccess(_Section):
+    """agents.<stage>.tools: canonical tool names or glob patterns (`mcp.wiki.*`) added to
+    the stage's default column (allow) or taken from it (deny; deny wins)."""
+
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
 class AgentSettings(_Section):
     model: str | None = None
     temperature: float | None = None
     max_rounds: int | None = Field(default=None, ge=1)
+    tools: ToolAccess | None = None
+
+
+class McpServerSettings(_Section):
+    """mcp.servers.<name>: a stdio server (`command`) or a streamable HTTP one (`url`)."""
+
+    command: list[str] | None = None  # the program and its arguments
+    # Names of environment variables passed through to the server (values never in the file).
+    env: list[str] = Field(default_factory=list)
+    url: str | None = None
+    # HTTP header name -> the environment variable holding its value.
+    headers_env: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = Field(default=30.0, gt=0)  # per call
+    max_result_chars: int = Field(default=50_000, ge=100)
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSettings:
+        if bool(self.command) == bool(self.url):
+            raise ValueError("give either command (a list: program and arguments) or url, not both or neither")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"url {self.url!r} must start with http:// or https://")
+        if self.headers_env and self.url is None:
+            raise ValueError("headers_env is for url servers")
+        return self
+
+
+class McpSettings(_Section):
+    servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+    # The per-stage call cap of an MCP tool that no `limits` entry names.
+    default_limit: int = Field(default=5, ge=0)
+    # How long a server has to start and list its tools.
+    startup_timeout_s: float = Field(default=20.0, gt=0)
+
+    @field_validator("servers")
+    @classmethod
+    def _server_names(cls, value: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
+        from pensieve.tool_matrix import SERVER_NAME
+
+        for name in value:
+            if not SERVER_NAME.match(name):
+                raise ValueError(f"server name {name!r}: use letters, digits, '-' and '_' (at most 32)")
+        return value
 
 
 class ArticleSettings(_Section):
@@ -62,14 +119,66 @@ class ArticleSettings(_Section):
     # The article and its reviews are written in it (the headings and phrases Pensieve
     # itself reads, such as "## Open questions", stay as the prompts give them).
     language: str = Field(default="English", min_length=1, max_length=40)
+    # numbered: [1] in the text, references in order of first use; author-year:
+    # (Malkov & Yashunin, 2018) in the text, references in alphabetical order.
+    reference_style: ReferenceStyle = "numbered"
 
 
 class SearchSettings(_Section):
     provider: SearchProvider = ""
-    endpoint: str | None = None
-    max_results_per_query: int = Field(default=5, ge=1, le=50)
-    min_interval_s: float = Field(default=1.0, ge=0)
+    # Several at once (web and academic); `provider`, when set, is used too.
+    providers: list[ProviderName] = Field(default_factory=list)
+    endpoint: str | None = None  # replaces `provider`'s base URL
+    endpoints: dict[ProviderName, str] = Field(default_factory=dict)  # per provider
+    max_results_per_query: int = Field(default=5, ge=1, le=50)  # per provider queried
+    min_interval_s: float = Field(default=1.0, ge=0)  # web providers
+    # Per provider; academic providers default to their APIs' published limits.
+    min_intervals_s: dict[ProviderName, float] = Field(default_factory=dict)
     timeout_s: float = Field(default=15.0, gt=0)
+    # A 429 whose Retry-After is at most this long is waited out and retried once.
+    max_retry_wait_s: float = Field(default=5.0, ge=0)
+    # Sent to OpenAlex, Crossref and NCBI so they can reach you (their "polite pool").
+    contact_email: str | None = None
+
+    @field_validator("min_intervals_s")
+    @classmethod
+    def _non_negative(cls, value: dict[str, float]) -> dict[str, float]:
+        for name, seconds in value.items():
+            if seconds < 0:
+                raise ValueError(f"the interval for {name} must be >= 0 seconds, not {seconds}")
+        return value
+
+    @field_validator("contact_email")
+    @classmethod
+    def _an_address(cls, value: str | None) -> str | None:
+        if value is not None and (value.count("@") != 1 or any(c.isspace() for c in value)):
+            raise ValueError(f"{value!r} is not an email address (providers use it to reach you)")
+        return value
+
+    def configured(self) -> list[str]:
+        """Every provider to query, `provider` first, each once."""
+        return list(dict.fromkeys([*([self.provider] if self.provider else []), *self.providers]))
+
+    def endpoint_for(self, name: str) -> str | None:
+        if name in self.endpoints:
+            return self.endpoints[name]
+        return self.endpoint if name == self.provider else None
+
+    def problem(self) -> str | None:
+        """A combination of keys no single key's type can rule out."""
+        if self.endpoint and not self.provider and self.providers:
+            # It names search.provider's address; with a list, it would be unclear whose.
+            return "search.endpoint is set but search.provider is empty; use search.endpoints.<provider> instead"
+        for name in self.configured():
+            if name == "searxng" and not self.endpoint_for(name):
+                return (
+                    "searxng needs the address of an instance: set search.endpoints.searxng "
+                    "(or search.endpoint with search.provider: searxng), e.g. http://localhost:8888"
+                )
+        for name, url in [*self.endpoints.items(), *([("endpoint", self.endpoint)] if self.endpoint else [])]:
+            if not str(url).startswith(("http://", "https://")):
+                return f"search endpoint for {name} must be an http(s) URL, not {url!r}"
+        return None
 
 
 class FetchSettings(_Section):
@@ -80,6 +189,9 @@ class FetchSettings(_Section):
     max_redirects: int = Field(default=5, ge=0, le=20)
     # Extra certificate authorities (PEM) trusted for HTTPS fetches, beside the usual ones.
     ca_file: str | None = None
+    # known: fetch_url fetches only URLs from search results, the brief, topic files, links
+    # on pages already fetched and the source archive (pensieve.web.url_policy); any: all.
+    url_policy: Literal["known", "any"] = "known"
 
     @field_validator("ca_file")
     @classmethod
@@ -147,6 +259,20 @@ def default_tool_limits() -> dict[str, int]:
     return {tool.name: tool.default_limit for tool in CATALOG}
 
 
+def _check_limit_key(name: str) -> str:
+    """A `limits` key as stored: a built-in's model-facing name for either of its names;
+    MCP names and patterns as written (matched when a tool's cap is looked up)."""
+    from pensieve.tool_matrix import CANONICAL, MODEL_FACING, pattern_builtins
+
+    if name in CANONICAL:
+        return name
+    if name in MODEL_FACING:
+        return MODEL_FACING[name]
+    if name.startswith(("mcp.", "mcp_")) or pattern_builtins(name):
+        return name
+    raise ValueError(f"unknown tool {name!r}; tools are: {', '.join(CANONICAL)}, mcp.<server>.<tool>, or a pattern")
+
+
 class Settings(_Section):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     agents: dict[str, AgentSettings] = Field(default_factory=dict)
@@ -159,6 +285,7 @@ class Settings(_Section):
     limits: dict[str, int] = Field(default_factory=default_tool_limits)
     check: CheckSettings = Field(default_factory=CheckSettings)
     contracts: ContractsSettings = Field(default_factory=ContractsSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
 
     @field_validator("agents")
     @classmethod
@@ -171,14 +298,40 @@ class Settings(_Section):
     @field_validator("limits")
     @classmethod
     def _known_tools(cls, value: dict[str, int]) -> dict[str, int]:
+        from fnmatch import fnmatchcase
+
+        from pensieve.tool_matrix import CANONICAL, is_pattern
+
         merged = default_tool_limits()
-        for name, cap in value.items():
-            if name not in merged:
-                raise ValueError(f"unknown tool {name!r}; tools are: {', '.join(merged)}")
+        given = {_check_limit_key(name): cap for name, cap in value.items()}
+        for name, cap in given.items():
             if cap < 0:
                 raise ValueError(f"limit for {name} must be >= 0")
-            merged[name] = cap
+        # A pattern sets the built-ins it matches; a name of its own wins over a pattern.
+        for key, cap in given.items():
+            if is_pattern(key):
+                for name, canonical in CANONICAL.items():
+                    if name in merged and name not in given and fnmatchcase(canonical, key):
+                        merged[name] = cap
+        merged.update(given)
         return merged
+
+    @model_validator(mode="after")
+    def _known_servers(self) -> Settings:
+        """agents.<stage>.tools and MCP names in limits must name something that exists."""
+        from pensieve.tool_matrix import check_pattern
+
+        servers = list(self.mcp.servers)
+        for stage, agent in self.agents.items():
+            if agent.tools is None:
+                continue
+            for kind in ("allow", "deny"):
+                for i, pattern in enumerate(getattr(agent.tools, kind)):
+                    check_pattern(pattern, servers, f"agents.{stage}.tools.{kind}[{i}]")
+        for key in self.limits:
+            if key.startswith("mcp."):
+                check_pattern(key, servers, f"limits.{key}")
+        return self
 
     def model_for(self, stage: str) -> str | None:
         agent = self.agents.get(stage)
@@ -240,12 +393,39 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise UsageError(f"{path}: bad YAML{where}: {problem}") from None
+    except RecursionError:
+        raise UsageError(f"{path}: bad YAML: nested too deeply; a config file is a few levels of sections") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise UsageError(f"{path}: the top level must be a mapping of sections (llm:, search:, ...)")
     # A section whose keys are all commented out parses as null: treat it as empty.
     return {key: ({} if value is None else value) for key, value in data.items()}
+
+
+class _SettingsForChecking(Settings):
+    """Settings without the tool catalog's limits: checking a config that has no `limits:`
+    section must not import every tool (httpx, the web code) into `pensieve list`."""
+
+    limits: dict[str, int] = Field(default_factory=dict)
+
+    @field_validator("limits")
+    @classmethod
+    def _known_tools(cls, value: dict[str, int]) -> dict[str, int]:
+        return value
+
+
+def check_config(home: Path | None = None, environ: dict[str, str] | None = None) -> None:
+    """Validate the configuration as `load_settings` would (raises the same UsageError),
+    cheaply: every command calls it, `list` included. Nothing to read: nothing to check."""
+    env = dict(os.environ if environ is None else environ)
+    home = home or pensieve_home(env)
+    path = config_path(home, env)
+    if path is None and not any(env.get(var) for var in _ENV_OVERRIDES):
+        return
+    # Tool names in `limits:` can only be checked against the catalog itself.
+    data = _read_yaml(path) if path else {}
+    _build(Settings if "limits" in data else _SettingsForChecking, path, data, env, None)
 
 
 def load_settings(
@@ -258,11 +438,23 @@ def load_settings(
     home = home or pensieve_home(env)
     path = config_path(home, env)
     data: dict[str, Any] = _read_yaml(path) if path else {}
+    return _build(Settings, path, data, env, overrides)
+
+
+def _build(
+    cls: type[Settings],
+    path: Path | None,
+    data: dict[str, Any],
+    env: dict[str, str],
+    overrides: dict[str, dict[str, Any]] | None,
+) -> Settings:
     source = str(path) if path else "built-in defaults"
     try:
-        settings = Settings.model_validate(data)
+        settings = cls.model_validate(data)
     except ValidationError as exc:
         raise UsageError(f"{source}: {format_validation_error(exc, noun='key', limit=1)}") from None
+    except RecursionError:
+        raise UsageError(f"{source}: nested too deeply; a config file is a few levels of sections") from None
     layered: dict[str, dict[str, Any]] = {}
     for var, (section, key, _kind) in _ENV_OVERRIDES.items():
         if env.get(var):
@@ -279,4 +471,7 @@ def load_settings(
             except ValidationError as exc:
                 problem = format_validation_error(exc, noun="key", limit=1)
                 raise UsageError(f"override {section}.{key}: {problem}") from None
+    search_problem = settings.search.problem()
+    if search_problem:
+        raise UsageError(f"{source}: {search_problem}")
     return settings

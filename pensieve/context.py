@@ -52,10 +52,13 @@ def compact(
         if content.startswith("[elided"):
             continue
         preview = " ".join(content[:STUB_PREVIEW].split())
-        messages[index]["content"] = (
+        stub = (
             f"[elided to save context: {len(content):,} characters. It began: {preview!r}. "
             "Fetched pages are in sources/ (read them with read_project_file), files can be read again.]"
         )
+        if len(stub) >= len(content):
+            continue  # a stub is never longer than what it replaces: compaction only shrinks
+        messages[index]["content"] = stub
         elided += 1
         call = calls.get(str(messages[index].get("tool_call_id") or ""))
         if forget is not None and call is not None:

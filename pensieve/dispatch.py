@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import json
 import time
+import zlib
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from pensieve.errors import format_validation_error
+from pensieve.errors import StageFailed, format_validation_error
 from pensieve.redact import scrub
+from pensieve.tool_matrix import mcp_model_name
 from pensieve.tools.registry import Tool, ToolContext, ToolError, render_result
 
 REPEAT_WARN = 3  # the third identical call is answered with a warning instead of a result
@@ -30,13 +34,17 @@ def _raw_repeat_key(name: str, raw_arguments: str) -> str:
     spacing aside), anything else as written."""
     try:
         arguments = json.loads(raw_arguments) if raw_arguments.strip() else {}
-    except json.JSONDecodeError:
+        return f"{name}:{json.dumps(arguments, sort_keys=True, ensure_ascii=False)}"
+    except (json.JSONDecodeError, RecursionError):
         return f"{name}:raw:{raw_arguments.strip()}"
-    return f"{name}:{json.dumps(arguments, sort_keys=True, ensure_ascii=False)}"
 
 
 class LoopDetected(Exception):
     """The agent kept making the same call: the stage ends with this reason."""
+
+
+class ToolCrashed(StageFailed):
+    """A bug in a tool's own code: the stage fails with the reason (the run goes on)."""
 
 
 @dataclass(frozen=True)
@@ -47,10 +55,18 @@ class ToolOutcome:
 
 
 class ToolBox:
-    def __init__(self, ctx: ToolContext, tools: list[Tool], limits: dict[str, int]) -> None:
+    def __init__(
+        self,
+        ctx: ToolContext,
+        tools: list[Tool],
+        limits: Mapping[str, int],
+        missing: Mapping[str, str] | None = None,
+    ) -> None:
         self.ctx = ctx
         self.tools = {t.name: t for t in tools}
         self.limits = limits
+        # Tools of the column that could not be offered, and why ("mcp.wiki.*": the server's failure).
+        self.missing = dict(missing or {})
         self.calls: Counter[str] = Counter()
         self.repeats: Counter[str] = Counter()
 
@@ -82,6 +98,16 @@ class ToolBox:
             )
         return None
 
+    def _missing_reason(self, name: str) -> str | None:
+        """Why a tool of this stage's column is not offered: a built-in by name, an MCP
+        tool by its server (`mcp_wiki_...` when the server 'wiki' is not available)."""
+        for key, why in self.missing.items():
+            if key == name:
+                return f"{name} is not available: {why}"
+            if key.startswith("mcp.") and key.endswith(".*") and name.startswith(mcp_model_name(key[4:-2], "")):
+                return why
+        return None
+
     async def call(self, name: str, raw_arguments: str) -> ToolOutcome:
         started = time.monotonic()
         stage = self.ctx.stage.name
@@ -91,12 +117,17 @@ class ToolBox:
         found = self.tools.get(name)
         if found is None:
             available = ", ".join(self.tools) or "none"
+            reason = self._missing_reason(name)
+            if reason:
+                return self._error(f"{reason}; available: {available}", started)
             return self._error(f"tool {name!r} is not available to {stage}; available: {available}", started)
         schema = json.dumps(found.schema, separators=(",", ":"))
         try:
             arguments = json.loads(raw_arguments) if raw_arguments.strip() else {}
         except json.JSONDecodeError as exc:
             return self._error(f"arguments for {name} are not valid JSON ({exc.msg}); schema: {schema}", started)
+        except RecursionError:
+            return self._error(f"arguments for {name} are nested too deeply; schema: {schema}", started)
         if not isinstance(arguments, dict):
             kind = type(arguments).__name__
             return self._error(f"arguments for {name} must be a JSON object, not {kind}; schema: {schema}", started)
@@ -105,8 +136,12 @@ class ToolBox:
         except ValidationError as exc:
             problem = format_validation_error(exc)
             return self._error(f"invalid arguments for {name}: {problem}; schema: {schema}", started)
+        except RecursionError:
+            return self._error(f"arguments for {name} are nested too deeply; schema: {schema}", started)
+        except ToolError as exc:
+            return self._error(f"invalid arguments for {name}: {exc}; schema: {schema}", started)
 
-        cap = self.limits.get(name)
+        cap = self.limits.get(name, found.default_limit if found.origin != "built-in" else None)
         if cap is not None and self.calls[name] >= cap:
             return self._error(
                 f"{name} has reached its limit of {cap} calls for the {stage} stage (limits.{name}); "
@@ -118,4 +153,31 @@ class ToolBox:
             result = await found.function(self.ctx, **values)
         except ToolError as exc:
             return self._error(scrub(str(exc)), started)
+        except Exception as exc:
+            if is_environment_failure(exc):
+                # The tool's own work failed on what it was given or found (a name the file
+                # system refuses, data nested too deep, a codec that is no text codec, a
+                # full disk): the agent reads it like any other tool error.
+                return self._error(scrub(f"{name} failed: {describe_failure(exc)}"), started)
+            raise ToolCrashed(f"internal error in {name}: {type(exc).__name__}: {scrub(str(exc))[:300]}") from exc
         return ToolOutcome(render_result(result), False, time.monotonic() - started)
+
+
+# Failures that come from the input or the machine, not from a bug in the tool.
+ENVIRONMENT_FAILURES: tuple[type[BaseException], ...] = (OSError, RecursionError, MemoryError, UnicodeError, zlib.error)
+
+
+def is_environment_failure(exc: BaseException) -> bool:
+    # A bare LookupError is an unknown codec; its subclasses KeyError and IndexError are bugs.
+    return isinstance(exc, ENVIRONMENT_FAILURES) or type(exc) is LookupError
+
+
+def describe_failure(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        where = f" ({Path(exc.filename).name[:80]})" if isinstance(exc.filename, str) else ""
+        return f"{exc.strerror or type(exc).__name__}{where}"
+    if isinstance(exc, RecursionError):
+        return "the data is nested too deeply to process"
+    if isinstance(exc, MemoryError):
+        return "the data is too large to process"
+    return f"{type(exc).__name__}: {str(exc)[:200]}"

@@ -16,9 +16,11 @@ def format_validation_error(error: ValidationError, *, noun: str = "argument", l
     a status.json field) instead of pydantic's "Extra inputs are not permitted"."""
     parts = []
     for item in error.errors()[:limit]:
-        where = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        where = ".".join(str(part) for part in item["loc"])
         msg = f"unknown {noun}" if item["type"] == "extra_forbidden" else item["msg"]
-        parts.append(f"{where}: {msg}")
+        msg = msg.removeprefix("Value error, ")  # our validators' messages say it all
+        # A check across sections names its own key (agents.researcher.tools.allow[0]: ...).
+        parts.append(f"{where}: {msg}" if where else msg)
     return "; ".join(parts)
 
 

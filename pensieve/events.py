@@ -37,6 +37,8 @@ class EventKind(StrEnum):
     NOTE = "note"  # message: something the user should know that is not an error
     FETCH = "fetch"
     WEB_SEARCH = "web_search"
+    MCP_SERVER = "mcp_server"  # server, ok, tools | error: a server started (or failed to) for the run
+    MCP_CALL = "mcp_call"  # server, tool, source, new_source, result_chars, truncated, duration_s | error
     TOPICS_WARNING = "topics_warning"
     TOPIC_CAPTURED = "topic_captured"
     TOPIC_CAPTURE_FAILED = "topic_capture_failed"
@@ -107,7 +109,8 @@ class EventLog:
                 self._checked_tail = True
                 if self._needs_newline():
                     line = "\n" + line
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            # O_NOFOLLOW: a link planted as events.jsonl must not send the log elsewhere.
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
             try:
                 # "replace": lone surrogates from a model's JSON must not break the log.
                 os.write(fd, line.encode("utf-8", errors="replace"))
@@ -138,6 +141,6 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
             events.append(json.loads(line))
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue  # a line cut short by a crash
     return events

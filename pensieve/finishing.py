@@ -87,6 +87,8 @@ class Finisher:
     files_read: set[str] = field(default_factory=set)
     # What each turn that asked again was for: "reminder" (at most once), "contract", "cut_off".
     asked: list[str] = field(default_factory=list)
+    # The stage has edit_project_file: a repair turn suggests it for small fixes.
+    can_edit: bool = False
 
     @property
     def repairs(self) -> int:
@@ -101,7 +103,15 @@ class Finisher:
         stage, settings, project = ctx.stage, ctx.settings, ctx.project
         brief_path = project.file(Artifact.BRIEF)
         brief = brief_path.read_text(encoding="utf-8", errors="replace") if brief_path.is_file() else ""
-        web = any(t.name == "web_search" for t in offered)
+        # Pages it could have cited: fetched with web search, or returned by an MCP tool
+        # whose server still answers (one that crashed during the stage gave it nothing).
+        searches = any(t.name == "web_search" for t in offered)
+        servers = {t.origin for t in offered if t.origin.startswith("mcp:")}
+
+        def can_cite() -> bool:
+            mcp = ctx.resources.mcp
+            return searches or (mcp is not None and any(mcp.available(origin) for origin in servers))
+
         earlier = earlier_articles(ctx) if any(t.name == "list_projects" for t in offered) else None
 
         def check(text: str, prompts: Sequence[str], files_read: Collection[str]) -> list[Violation]:
@@ -114,13 +124,20 @@ class Finisher:
                 brief_text=brief,
                 prompt=system,
                 task_message=task,
-                web_sources=len(SourceArchive(project.dir).entries()) if web else None,
+                web_sources=len(SourceArchive(project.dir).entries()) if can_cite() else None,
                 earlier_articles=earlier,
                 files_read=files_read,
             )
 
         llm = settings.llm
-        return cls(stage, staged, check, repair_turns=llm.repair_turns, max_output_tokens=llm.max_output_tokens)
+        return cls(
+            stage,
+            staged,
+            check,
+            repair_turns=llm.repair_turns,
+            max_output_tokens=llm.max_output_tokens,
+            can_edit=any(t.name == "edit_project_file" for t in offered),
+        )
 
     def _staged_text(self) -> str:
         if not self.staged.is_file():
@@ -146,9 +163,13 @@ class Finisher:
         violations = self.check(text, self.prompts, self.files_read)
         if not violations:
             return None
-        return self._ask_again(
-            "contract", repair_instruction(self.stage, violations), lambda: ContractFailed(self.stage, violations)
-        )
+        message = repair_instruction(self.stage, violations)
+        if self.can_edit and self.staged.is_file():
+            message += (
+                f'\n\nFor a small fix, call edit_project_file with filename "{self.stage.writes}", the exact '
+                "old_text to change and its new_text, instead of writing the whole file again."
+            )
+        return self._ask_again("contract", message, lambda: ContractFailed(self.stage, violations))
 
     def _stage_final_message(self, final_text: str) -> str:
         """The final message as the candidate artifact (it is judged like a written file)."""

@@ -32,7 +32,39 @@ def parse_front_matter(text: str) -> tuple[Any, str] | None:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
         raise FrontMatterError(f"bad YAML in front matter{where}: {getattr(exc, 'problem', None) or exc}") from None
+    except RecursionError:
+        data = None
+        too_deep = True
+    else:
+        too_deep = nesting_depth(data) > MAX_DEPTH
+    if too_deep:
+        # Nothing Pensieve writes is more than a few levels deep; deeper data would break
+        # whatever reads it next (a RecursionError far from here).
+        raise FrontMatterError(f"bad YAML in front matter: nested more than {MAX_DEPTH} levels deep")
     return data, text[match.end() :]
+
+
+MAX_DEPTH = 32
+
+
+def nesting_depth(value: Any, limit: int = MAX_DEPTH + 1) -> int:
+    """How deeply lists and mappings nest in value (counted iteratively, up to limit; a
+    container YAML aliases many times is visited once, so an alias bomb costs nothing)."""
+    deepest = 0
+    seen: set[int] = set()
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            deepest = max(deepest, depth)
+            if deepest >= limit:
+                return deepest
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def split_front_matter(text: str) -> tuple[dict[str, Any], str]:

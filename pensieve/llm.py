@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import math
 import os
 import random
 from collections.abc import Callable
@@ -38,6 +39,8 @@ class LLMReply:
     model: str
     # Why the model stopped: "stop", "tool_calls", "length" (cut off by max_tokens), ...
     finish_reason: str | None = None
+    # The provider's usage figures were negative or not numbers and were counted as 0.
+    usage_clamped: bool = False
 
 
 @dataclass
@@ -351,17 +354,34 @@ def _parse(litellm: Any, response: Any, model: str) -> LLMReply:
             )
         )
     usage = getattr(response, "usage", None)
-    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    prompt_tokens, bad_prompt = _token_count(getattr(usage, "prompt_tokens", 0))
+    completion_tokens, bad_completion = _token_count(getattr(usage, "completion_tokens", 0))
+    cost = _cost(litellm, response)
+    bad_cost = cost is not None and not (math.isfinite(cost) and cost >= 0)
     return LLMReply(
         text=message.content or "",
         tool_calls=calls,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
-        cost_usd=_cost(litellm, response),
+        cost_usd=None if bad_cost else cost,
         model=model,
         finish_reason=str(getattr(choices[0], "finish_reason", None) or "") or None,
+        usage_clamped=bad_prompt or bad_completion or bad_cost,
     )
+
+
+def _token_count(value: Any) -> tuple[int, bool]:
+    """A usage figure as a count >= 0, and whether the provider's figure had to be changed:
+    a negative or non-numeric count would let a run slip past budget.max_tokens."""
+    if value is None:
+        return 0, False
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0, True
+    if not math.isfinite(number) or number < 0:
+        return 0, True
+    return int(number), number != int(number)
 
 
 async def complete(

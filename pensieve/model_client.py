@@ -103,6 +103,12 @@ class StageModelClient:
             )
             raise StageFailed(model_failure(error, self.model)) from None
         self.record_usage(reply)
+        if reply.usage_clamped:
+            self.events.emit(
+                EventKind.NOTE,
+                self.stage,
+                message=f"{self.model} reported usage that is negative or not a number; it was counted as 0",
+            )
         self.events.emit(
             EventKind.MODEL,
             self.stage,

@@ -14,6 +14,7 @@ import contextlib
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pensieve import llm
 from pensieve.agent import AgentRun, run_agent
@@ -35,12 +36,16 @@ from pensieve.finishing import ContractFailed, Finisher, unfence
 from pensieve.model_client import StageModelClient
 from pensieve.preflight import RunOptions, preflight, preflight_warnings, select_stages
 from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES, Stage
-from pensieve.staleness import input_hashes
+from pensieve.staleness import demote_missing, input_hashes
 from pensieve.status import Status, Usage, load_status, save_status
+from pensieve.tool_matrix import Column, resolve_column
 from pensieve.tools import offered_tools
-from pensieve.tools.registry import RunResources, ToolContext
+from pensieve.tools.registry import RunResources, Tool, ToolContext
 from pensieve.topics.capture import capture_on_complete
 from pensieve.workspace import Project, atomic_copy, atomic_write_text, remove_stale_temporaries
+
+if TYPE_CHECKING:
+    from pensieve.tools.mcp import McpServers
 
 # Hooks run once when a project completes (e.g. capturing it into the topic library).
 CompleteHook = Callable[[Project, Settings, EventSink], Awaitable[None]]
@@ -72,7 +77,10 @@ class Runner:
         self.events = EventBus(EventLog(project.events_path), reporter)
         self.status = load_status(project.status_path)
         self.resources = RunResources()  # web clients and one-time notes, shared by the stages
+        self.mcp: McpServers | None = None  # kept for the last-resort kill after the loop ends
         self.spent = Usage()  # this run alone
+        # Stages whose citation check, finished by recover(), failed: sent back once.
+        self.resend_after_recovery: dict[str, str] = {}
 
     # -- status bookkeeping -------------------------------------------------------------
     def save(self) -> None:
@@ -97,19 +105,32 @@ class Runner:
         """Finish commits a crash interrupted; demote stages a dead process left running;
         remove temporary files a killed writer left (we hold the lock: none is in use)."""
         remove_stale_temporaries(self.project.dir)
+        for name, artifact in demote_missing(self.project, self.status).items():
+            self.events.note(f"{artifact} is missing: {name} runs again", name)
         for stage in STAGES:
             marker = pending_commit(self.project, stage)
             entry = self.status.stages[stage.name]
             if marker is not None:
                 self._finish_commit(stage, marker)
-                if stage.citation_check:
-                    self.check_citations(stage)  # the crash may have come before it
             elif entry.status == "running":
                 entry.status = "interrupted"
                 entry.error = "the process running this stage stopped before it finished"
+            if entry.status == "complete" and entry.check_pending:
+                # The crash came between the commit and the citation check: run it now,
+                # and send the stage back if it would have been (see run()).
+                instructions = self.check_citations(stage)
+                if instructions and self.settings.check.repolish_on_failure and self._in_scope(stage.name):
+                    self.resend_after_recovery[stage.name] = instructions
         if self.status.status == "running":
             self.status.status = "paused"
         self.save()
+
+    def _in_scope(self, name: str) -> bool:
+        """Whether this run's flags (--stage, --until) reach the stage."""
+        options = self.options
+        if options.stage:
+            return name == options.stage
+        return not options.until or STAGE_NAMES.index(name) <= STAGE_NAMES.index(options.until)
 
     def _finish_commit(self, stage: Stage, marker: CommitMarker) -> None:
         move_into_place(self.project, stage, marker, self.status.stages[stage.name])
@@ -120,7 +141,10 @@ class Runner:
     async def run_stage(self, stage: Stage, extra_instructions: str = "") -> str | None:
         """Run one stage to a committed artifact. Returns what to tell the stage if its
         citation check failed in a way it can fix by running again, else None."""
-        run = self._build_agent_run(stage, self._begin(stage), extra_instructions)
+        column = resolve_column(stage.name, stage.tools, self.settings)
+        # The MCP servers it may use start first, so a failure is said before the stage begins.
+        mcp = await self._mcp_tools(column)
+        run = self._build_agent_run(stage, self._begin(stage), extra_instructions, column, mcp)
         try:
             await self._produce(stage, run)
         except StageFailed as exc:
@@ -150,7 +174,34 @@ class Runner:
         self.events.emit(EventKind.STAGE_START, stage.name, model=model, attempt=entry.attempts)
         return model
 
-    def _build_agent_run(self, stage: Stage, model: str, extra_instructions: str) -> AgentRun:
+    def _mcp_servers(self) -> McpServers:
+        if self.resources.mcp is None:
+            from pensieve.tools.mcp import McpServers
+
+            self.resources.mcp = self.mcp = McpServers(self.settings, self.environ)
+        return self.resources.mcp
+
+    def _check_mcp_servers(self, selected: list[str]) -> None:
+        """Before the first stage: which MCP servers the selected stages may use cannot run."""
+        if self.settings.mcp.servers:
+            columns = [resolve_column(name, BY_NAME[name].tools, self.settings) for name in selected]
+            self._mcp_servers().precheck(columns, self.events)
+
+    async def _mcp_tools(self, column: Column) -> tuple[list[Tool], dict[str, str]]:
+        """The MCP tools of the stage's column, starting the servers it may use (once per
+        run); and, for each server that is not available, why."""
+        if not column.servers(self.settings.mcp.servers):
+            return [], {}
+        return await self._mcp_servers().open_for(column, self.events)
+
+    def _build_agent_run(
+        self,
+        stage: Stage,
+        model: str,
+        extra_instructions: str,
+        column: Column,
+        mcp: tuple[list[Tool], dict[str, str]],
+    ) -> AgentRun:
         client = StageModelClient(
             stage=stage.name,
             model=model,
@@ -169,11 +220,13 @@ class Runner:
             summarize=client.summarize,
             resources=self.resources,
         )
-        tools, missing = offered_tools(stage.tools, self.settings, self.environ)
+        tools, missing = offered_tools(column.builtins, self.settings, self.environ)
         for name, why in missing.items():
             if name not in self.resources.noted:
                 self.resources.noted.add(name)
                 self.events.note(f"{name} is not available: {why}")
+        tools.extend(mcp[0])
+        missing.update(mcp[1])
         return AgentRun(
             ctx=ctx,
             tools=tools,
@@ -207,7 +260,7 @@ class Runner:
         """The artifact the agent loop accepted, with the row's transform applied."""
         staged = staged_artifact(self.project, stage)
         text = staged.read_text(encoding="utf-8", errors="replace")
-        rewritten = citation_hooks.transform_artifact(self.project, stage, text)
+        rewritten = citation_hooks.transform_artifact(self.project, stage, text, self.settings)
         if rewritten != text:
             atomic_write_text(staged, rewritten)
             if stage.resend_on_failed_check:
@@ -220,6 +273,7 @@ class Runner:
         report = citation_hooks.check_project(self.project, self.settings, stage.writes)
         self.status.check = report.summary()
         self.status.problems = [str(p) for p in report.problems]
+        self.status.stages[stage.name].check_pending = False
         self.save()
         self.events.emit(
             EventKind.CITATION_CHECK,
@@ -265,9 +319,16 @@ class Runner:
         # run that ended in between, may have completed some of these stages since.
         still = set(select_stages(self.status, self.options))
         selected = [name for name in selected if name in still]
+        for name in self.resend_after_recovery:
+            if name not in selected:
+                selected.append(name)
+                self.events.note(
+                    f"{name}: its citation check, finished after an interrupted run, failed; sending it back once"
+                )
         self.status.status, self.status.error = "running", None
         self.save()
         result = RunResult(self.status)
+        self._check_mcp_servers(selected)
         try:
             await self._schedule(selected, result)
         finally:
@@ -283,7 +344,8 @@ class Runner:
         failed is sent back once (check.repolish_on_failure) before its dependents start."""
         pending = [name for name in STAGE_NAMES if name in selected]
         running: dict[asyncio.Task[str | None], str] = {}
-        resent: set[str] = set()
+        resent: set[str] = set(self.resend_after_recovery)
+        first_instructions = dict(self.resend_after_recovery)
 
         def ready(name: str) -> bool:
             # Selection already holds every unfinished dependency, so waiting for the
@@ -297,7 +359,8 @@ class Runner:
                     if not result.failed:
                         for name in [n for n in pending if ready(n)]:
                             pending.remove(name)
-                            running[asyncio.create_task(self.run_stage(BY_NAME[name]))] = name
+                            extra = first_instructions.pop(name, "")
+                            running[asyncio.create_task(self.run_stage(BY_NAME[name], extra))] = name
                     if not running:
                         break
                     done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
@@ -371,8 +434,13 @@ def run_project(
     env = dict(os.environ if environ is None else environ)
     selected = preflight(project, settings, options, env)
     with project.run_lock():
+        project.refuse_links()  # again under the lock: nothing Pensieve writes may be a link
         runner = Runner(project, settings, options, reporter, env)
-        return asyncio.run(runner.run(selected))
+        try:
+            return asyncio.run(runner.run(selected))
+        finally:
+            if runner.mcp is not None:
+                runner.mcp.kill_leftovers()  # whatever the loop could not close (no orphans)
 
 
 __all__ = [

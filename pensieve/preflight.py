@@ -15,6 +15,7 @@ from pensieve import llm
 from pensieve.config import Settings
 from pensieve.errors import UsageError
 from pensieve.stages import BY_NAME, STAGE_NAMES, Stage, downstream_of
+from pensieve.staleness import demote_missing
 from pensieve.status import Status, load_status
 from pensieve.workspace import Project
 
@@ -50,6 +51,7 @@ def _missing_inputs(project: Project, stage: Stage) -> list[str]:
 def preflight(project: Project, settings: Settings, options: RunOptions, environ: Mapping[str, str]) -> list[str]:
     """Everything that can be refused before the run changes anything (exit 2)."""
     status = load_status(project.status_path)
+    demote_missing(project, status)  # in memory: recover() records it under the lock
     selected = select_stages(status, options)
     if options.stage:
         stage = BY_NAME[options.stage]

@@ -10,7 +10,15 @@ from dataclasses import dataclass
 
 from pensieve.errors import CorruptState, UsageError
 from pensieve.status import Status, load_status
-from pensieve.workspace import BRIEF_FILE, LOCK_FILE, MAX_BRIEF_BYTES, Project, Workspace, create_project
+from pensieve.workspace import (
+    BRIEF_FILE,
+    LOCK_FILE,
+    MAX_BRIEF_BYTES,
+    Project,
+    Workspace,
+    create_project,
+    read_file_nofollow,
+)
 
 
 def validate_brief(brief: str) -> str:
@@ -33,7 +41,7 @@ def new_project(workspace: Workspace, brief: str, project_id: str | None = None)
 def lock_holder(project: Project) -> int | None:
     """The pid in the project's lock file if that process is alive (no locking, no waiting)."""
     try:
-        raw = (project.dir / LOCK_FILE).read_text(encoding="ascii", errors="replace").strip()
+        raw = read_file_nofollow(project.dir / LOCK_FILE, 64).decode("ascii", errors="replace").strip()
     except OSError:
         return None
     if not raw.isdigit():
@@ -88,6 +96,9 @@ def summarize(project: Project) -> ProjectRow | None:
 
 def summarize_with_status(project: Project) -> tuple[ProjectRow, Status | None] | None:
     """The project's row and the status it was read from (None when unreadable)."""
+    if any(path.is_symlink() for path in (project.dir, project.dir / BRIEF_FILE, project.status_path)):
+        # Planted links are never followed (a sibling's brief would show as this one's).
+        return ProjectRow(project.id, "unreadable", None, None, "(contains a symbolic link)", False), None
     has_brief = (project.dir / BRIEF_FILE).is_file()
     if not project.status_path.is_file():
         return None

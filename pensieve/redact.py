@@ -32,6 +32,17 @@ def scrub(text: str, environ: dict[str, str] | None = None) -> str:
     return _BEARER.sub(r"\1[REDACTED]", text)
 
 
+def scrub_secret_bytes(data: bytes, environ: dict[str, str] | None = None) -> bytes:
+    """The configured secrets (the environment's keys) replaced in bytes about to be
+    written: a key a provider or a page echoes back never lands in an artifact, in
+    sources/ or in status.json. (Only the values themselves: a file's other text is kept.)"""
+    for value in secret_values(environ):
+        encoded = value.encode("utf-8", errors="replace")
+        if encoded in data:
+            data = data.replace(encoded, b"[REDACTED]")
+    return data
+
+
 def scrub_key(text: str, key: str) -> str:
     """`scrub`, and also replace `key` itself: a search key read from the settings'
     environment, which need not be this process's."""

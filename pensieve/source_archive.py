@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from pensieve.clock import fetched_at_stamp
@@ -29,7 +30,7 @@ SOURCES_DIR = "sources"
 RAW_DIR = "raw"
 INDEX_JSON = "index.json"
 INDEX_MD = "index.md"
-_ID = re.compile(r"^S(\d+)$")
+_ID = re.compile(r"S(\d+)")  # matched whole (fullmatch): "S1\n" is no id
 _RAW_SUFFIX = {"text/html": ".html", "application/xhtml+xml": ".xhtml", "text/plain": ".txt"}
 
 
@@ -49,6 +50,32 @@ def normalize_url(url: str) -> str:
 
 
 @dataclass(frozen=True)
+class SourceMeta:
+    """What is known of a source as a work: from the search result that led to it, or from
+    the page's own citation meta tags. Empty strings and None where unknown."""
+
+    authors: tuple[str, ...] = ()
+    year: int | None = None
+    venue: str = ""  # journal, conference or series
+    doi: str = ""
+    publisher: str = ""
+    published: str = ""  # ISO date, or its year-month / year prefix
+    arxiv_id: str = ""
+    pmid: str = ""
+
+    def filled_from(self, other: SourceMeta) -> SourceMeta:
+        """This metadata with its gaps filled from `other`."""
+        gaps = {f.name: getattr(other, f.name) for f in fields(self) if not getattr(self, f.name)}
+        return replace(self, **{k: v for k, v in gaps.items() if v})
+
+    def __bool__(self) -> bool:
+        return any(getattr(self, f.name) for f in fields(self))
+
+
+META_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(SourceMeta))
+
+
+@dataclass(frozen=True)
 class ArchivedSource:
     id: str
     url: str
@@ -62,11 +89,45 @@ class ArchivedSource:
     raw_file: str
     # Other URLs that led to this same page (a redirect to it, or the page asked for directly).
     also: tuple[str, ...] = ()
+    # The work's metadata (SourceMeta): from the search result that led here or the page's tags.
+    authors: tuple[str, ...] = ()
+    year: int | None = None
+    venue: str = ""
+    doi: str = ""
+    publisher: str = ""
+    published: str = ""
+    arxiv_id: str = ""
+    pmid: str = ""
+    # Where the text came from: "" for a fetched web page, "mcp:<server>/<tool>" for the
+    # result of an MCP tool (whose url is mcp://<server>/<tool>?<arguments>).
+    origin: str = ""
 
     @property
     def number(self) -> int:
-        match = _ID.match(self.id)
+        match = _ID.fullmatch(self.id)
         return int(match.group(1)) if match else 0
+
+    @property
+    def meta(self) -> SourceMeta:
+        return SourceMeta(**{name: getattr(self, name) for name in META_FIELDS})
+
+
+_SOURCE_FIELDS = frozenset(f.name for f in fields(ArchivedSource))
+
+
+def _source_from(values: dict[str, Any], **overrides: Any) -> ArchivedSource:
+    """An ArchivedSource from index.json or front matter: lists made tuples, a year made an
+    int, keys this version does not know ignored."""
+    data = {k: v for k, v in values.items() if k in _SOURCE_FIELDS}
+    data.update(overrides)
+    for name in ("also", "authors"):
+        value = data.get(name)
+        data[name] = tuple(str(v) for v in value) if isinstance(value, list | tuple) else ()
+    year = data.get("year")
+    data["year"] = year if isinstance(year, int) and not isinstance(year, bool) else None
+    for name in ("venue", "doi", "publisher", "published", "arxiv_id", "pmid", "origin"):
+        data[name] = str(data.get(name) or "")
+    return ArchivedSource(**data)
 
 
 class SourceArchive:
@@ -81,9 +142,9 @@ class SourceArchive:
         if index.is_file():
             try:
                 data = json.loads(index.read_text(encoding="utf-8"))
-                loaded = (ArchivedSource(**{**item, "also": tuple(item.get("also") or ())}) for item in data["sources"])
+                loaded = (_source_from(item) for item in data["sources"])
                 return sorted(loaded, key=lambda s: s.number)
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 pass  # damaged by hand: fall back to the files, which carry the same fields
         return self._scan()
 
@@ -92,7 +153,7 @@ class SourceArchive:
         if not self.dir.is_dir():
             return found
         for path in self.dir.glob("S*.md"):
-            if not _ID.match(path.stem):
+            if not _ID.fullmatch(path.stem):
                 continue
             meta, _ = split_front_matter(path.read_text(encoding="utf-8", errors="replace"))
             try:
@@ -100,7 +161,8 @@ class SourceArchive:
             except (TypeError, ValueError):
                 size = 0
             found.append(
-                ArchivedSource(
+                _source_from(
+                    meta,
                     id=path.stem,
                     url=str(meta.get("url") or ""),
                     final_url=str(meta.get("final_url") or meta.get("url") or ""),
@@ -111,7 +173,6 @@ class SourceArchive:
                     content_type=str(meta.get("content_type") or ""),
                     file=f"{SOURCES_DIR}/{path.name}",
                     raw_file=str(meta.get("raw_file") or ""),
-                    also=tuple(str(u) for u in meta["also"]) if isinstance(meta.get("also"), list) else (),
                 )
             )
         return sorted(found, key=lambda s: s.number)
@@ -133,10 +194,20 @@ class SourceArchive:
 
     # -- writing --------------------------------------------------------------------------
     def add(
-        self, *, url: str, final_url: str, title: str, content_type: str, body: bytes, text: str
+        self,
+        *,
+        url: str,
+        final_url: str,
+        title: str,
+        content_type: str,
+        body: bytes,
+        text: str,
+        meta: SourceMeta | None = None,
+        origin: str = "",
     ) -> tuple[ArchivedSource, bool]:
         """Archive a fetch; a URL already archived keeps its id, and so does a page already
         archived under another URL (one id per page, whichever way it was reached first).
+        Metadata known before (an earlier fetch) fills what this fetch did not find.
         Returns (source, is_new)."""
         entries = self.entries()
         existing = self.find(url) or self.find(final_url)
@@ -157,10 +228,17 @@ class SourceArchive:
             file=f"{SOURCES_DIR}/{source_id}.md",
             raw_file=raw_file,
             also=_other_urls(existing, url, final_url),
+            origin=origin,
+            **_meta_fields((meta or SourceMeta()).filled_from(existing.meta if existing else SourceMeta())),
         )
         atomic_write_bytes(self.project_dir / raw_file, body)
-        meta = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(source).items() if k != "file"}
-        atomic_write_text(self.project_dir / source.file, render_front_matter(meta, text, width=1_000_000))
+        header = {
+            k: list(v) if isinstance(v, tuple) else v
+            for k, v in asdict(source).items()
+            # Metadata only where known; an MCP result's origin (a web page's front matter is unchanged).
+            if k != "file" and (k not in (*META_FIELDS, "origin") or v)
+        }
+        atomic_write_text(self.project_dir / source.file, render_front_matter(header, text, width=1_000_000))
         # The index is written last: a crash before it leaves files the next add overwrites.
         others = [s for s in entries if s.id != source_id]
         self._write_index(sorted([*others, source], key=lambda s: s.number))
@@ -183,6 +261,10 @@ class SourceArchive:
             title = (s.title or "(untitled)").replace("|", "\\|")
             lines.append(f"| {s.id} | {title} | {s.final_url.replace('|', '%7C')} | {s.fetched_at[:10]} |")
         atomic_write_text(self.dir / INDEX_MD, "\n".join(lines) + "\n")
+
+
+def _meta_fields(meta: SourceMeta) -> dict[str, Any]:
+    return {name: getattr(meta, name) for name in META_FIELDS}
 
 
 def _other_urls(existing: ArchivedSource | None, url: str, final_url: str) -> tuple[str, ...]:

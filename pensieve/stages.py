@@ -21,28 +21,29 @@ from pensieve.workspace import BRIEF_FILE
 if TYPE_CHECKING:
     from pensieve.citations.cited_sources import CitedSource
 
-# Rewrites an artifact before it is committed, given the project's archived sources.
-Transform = Callable[[str, "dict[str, CitedSource]"], str]
+# Rewrites an artifact before it is committed, given the project's archived sources and
+# the reference style (article.reference_style) the reader's version is made in.
+Transform = Callable[[str, "dict[str, CitedSource]", str], str]
 
 
 # The citation transforms, imported on use: every command imports this table, and the
 # citation parser compiles its patterns on import.
-def _with_source_list(text: str, sources: dict[str, CitedSource]) -> str:
+def _with_source_list(text: str, sources: dict[str, CitedSource], _style: str) -> str:
     from pensieve.citations.references import with_source_list
 
     return with_source_list(text, sources)
 
 
-def _with_references(text: str, sources: dict[str, CitedSource]) -> str:
+def _with_references(text: str, sources: dict[str, CitedSource], _style: str) -> str:
     from pensieve.citations.references import with_references
 
     return with_references(text, sources)
 
 
-def _numbered_for_reader(text: str, sources: dict[str, CitedSource]) -> str:
-    from pensieve.citations.references import numbered_for_reader
+def _for_reader(text: str, sources: dict[str, CitedSource], style: str) -> str:
+    from pensieve.citations.references import for_reader
 
-    return numbered_for_reader(text, sources)
+    return for_reader(text, sources, style)
 
 
 class Artifact(StrEnum):
@@ -196,7 +197,7 @@ STAGES: tuple[Stage, ...] = (
         writes=Artifact.FINAL,
         contract=contracts.FINAL,
         after=("reviser",),
-        transform=_numbered_for_reader,
+        transform=_for_reader,
         citation_check=True,
         resend_on_failed_check=True,
     ),

@@ -17,7 +17,7 @@ from pensieve.clock import backup_stamp, now_iso, parse_iso
 from pensieve.errors import CorruptState, format_validation_error
 from pensieve.hashing import sha256_of
 from pensieve.stages import STAGE_NAMES
-from pensieve.workspace import Project, atomic_copy, atomic_write_text
+from pensieve.workspace import Project, atomic_copy, atomic_write_text, read_file_nofollow
 
 SCHEMA_VERSION = 1
 
@@ -66,6 +66,9 @@ class StageStatus(BaseModel):
     artifact_sha256: str | None = None
     # sha256 of each input file when the stage last started: a later edit makes it stale.
     inputs: dict[str, str] = Field(default_factory=dict)
+    # Committed, but its citation check has not run yet: a crash in between is finished
+    # by the next run's recovery like the commit itself.
+    check_pending: bool = False
 
     @property
     def duration_s(self) -> float | None:
@@ -111,15 +114,20 @@ class Status(BaseModel):
 def load_status(path: Path, *, keep_copy: bool = True) -> Status:
     """Read status.json, refusing (never resetting) anything unreadable."""
     try:
-        raw = path.read_bytes()
+        raw = read_file_nofollow(path)
     except FileNotFoundError:
         raise CorruptState(f"{path} is missing; the project directory is incomplete") from None
+    except OSError as exc:
+        # A link (ELOOP), a directory, a file we may not read: refused, never followed or reset.
+        raise CorruptState(f"{path} cannot be read ({exc.strerror}); it must be a regular file") from None
     problem: str | None = None
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         problem = f"is not valid JSON ({exc.__class__.__name__}: {exc})" if raw.strip() else "is empty"
         data = None
+    except RecursionError:
+        problem, data = "is nested too deeply to be a status file", None
     if problem is None:
         version = data.get("schema_version") if isinstance(data, dict) else None
         if version != SCHEMA_VERSION:
@@ -129,6 +137,8 @@ def load_status(path: Path, *, keep_copy: bool = True) -> Status:
             status = Status.model_validate(data)
         except ValidationError as exc:
             problem = f"does not match the status schema at {format_validation_error(exc, noun='field', limit=1)}"
+        except RecursionError:
+            problem = "is nested too deeply to be a status file"
         else:
             for name in STAGE_NAMES:
                 status.stages.setdefault(name, StageStatus())

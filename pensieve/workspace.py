@@ -13,6 +13,7 @@ import fcntl
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 import unicodedata
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from pensieve.errors import ProjectBusy, UsageError
+from pensieve.redact import scrub_secret_bytes
 
 TMP_PREFIX = ".tmp-"
 STATUS_FILE = "status.json"
@@ -37,8 +39,65 @@ SCRATCH_DIR = "scratch"
 RESERVED = frozenset({STATUS_FILE, EVENTS_FILE, LOCK_FILE})
 RESERVED_DIRS = frozenset({STAGING_DIR, HISTORY_DIR})
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 MAX_BRIEF_BYTES = 100_000
+
+
+def read_file_nofollow(path: Path, limit: int | None = None) -> bytes:
+    """A file's bytes (at most `limit`), refusing a symbolic link (OSError ELOOP): a link
+    planted in a project must not make Pensieve read a file elsewhere."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read() if limit is None else handle.read(limit)
+    finally:
+        os.close(fd)
+
+
+def find_link(root: Path, max_entries: int = 200_000) -> Path | None:
+    """The first symbolic link at or under root (not followed), if any.
+
+    Pensieve never makes links, so one in a project was planted: writes through it would
+    land outside the project. Bounded by max_entries (a larger tree is not a project)."""
+    if root.is_symlink():
+        return root
+    pending = [root]
+    seen = 0
+    while pending:
+        directory = pending.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            if seen > max_entries:
+                return None
+            if entry.is_symlink():
+                return Path(entry.path)
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(Path(entry.path))
+    return None
+
+
+def _refuse_linked_parent(directory: Path, max_levels: int = 12) -> None:
+    """A write never goes through a linked directory (`sources/`, `.staging/`, `history/`...):
+    inside a project (a directory with status.json above), no directory between the file
+    and the project's own may be a link; elsewhere, the file's own directory may not be."""
+    chain: list[Path] = []
+    inside_project = False
+    for candidate in [directory, *directory.parents][:max_levels]:
+        chain.append(candidate)
+        if os.path.lexists(candidate / STATUS_FILE):
+            inside_project = True
+            break
+    if not inside_project:
+        chain = [directory]
+    for candidate in chain:
+        if candidate.is_symlink():
+            raise OSError(errno.ELOOP, "is a symbolic link; Pensieve does not write through links", str(candidate))
 
 
 def fsync_dir(path: Path) -> None:
@@ -53,22 +112,32 @@ def fsync_dir(path: Path) -> None:
 def _replacing(path: Path) -> Iterator[tuple[BinaryIO, str]]:
     """Write `path` through a temporary file in its directory: afterwards it is either
     complete or as it was. Yields the open temporary file and its name."""
+    _refuse_linked_parent(path.parent)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=path.parent)
+    _refuse_linked_parent(path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=path.parent)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle, tmp
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:
+            # A full disk fails a write, which names no file: name the one being written.
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
         raise
     fsync_dir(path.parent)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Every file Pensieve writes goes through here: configured secrets are scrubbed first."""
+    data = scrub_secret_bytes(data)
     with _replacing(path) as (handle, _tmp):
         handle.write(data)
 
@@ -103,6 +172,7 @@ def remove_stale_temporaries(root: Path) -> list[Path]:
 
 def atomic_move(src: Path, dst: Path) -> None:
     """Rename within one file system and make the rename durable."""
+    _refuse_linked_parent(dst.parent)
     dst.parent.mkdir(parents=True, exist_ok=True)
     os.replace(src, dst)
     fsync_dir(dst.parent)
@@ -118,7 +188,8 @@ def exclusive_lock(path: Path, busy: Callable[[str], Exception], timeout_s: floa
     simply taken. While another process holds it, the lock is tried again every 50 ms for
     up to `timeout_s` (0: once); then `busy(<the lock file's first bytes>)` is raised.
     """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    # O_NOFOLLOW: a planted link must not make the lock (which is truncated) another file.
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         deadline = time.monotonic() + timeout_s
         while True:
@@ -153,7 +224,7 @@ def slugify(text: str, max_len: int = 48) -> str:
 
 def check_name(kind: str, name: str) -> str:
     """Validate a workspace or project id so it can never escape its parent directory."""
-    if not _NAME_RE.match(name) or name in {".", ".."}:
+    if not _NAME_RE.fullmatch(name) or name in {".", ".."}:
         raise UsageError(
             f"invalid {kind} {name!r}: use 1-80 letters, digits, '.', '_' or '-', starting with a letter or digit"
         )
@@ -182,10 +253,11 @@ class Workspace:
 
     def existing_project(self, project_id: str) -> Project:
         project = self.project(project_id)
-        if not (project.dir / STATUS_FILE).is_file():
+        if not (project.dir / STATUS_FILE).is_file() and not project.dir.is_symlink():
             known = [p.id for p in self.projects()]
             hint = f"; projects here: {', '.join(known[:8])}" if known else "; create one with `pensieve new`"
             raise UsageError(f"unknown project {project_id!r} in workspace {self.name!r}{hint}")
+        project.refuse_links()
         return project
 
     def projects(self) -> list[Project]:
@@ -193,13 +265,13 @@ class Workspace:
             return []
         found = []
         for entry in sorted(self.projects_dir.iterdir()):
-            if entry.is_dir() and not entry.name.startswith(".") and _NAME_RE.match(entry.name):
+            if entry.is_dir() and not entry.name.startswith(".") and _NAME_RE.fullmatch(entry.name):
                 found.append(Project(self, entry.name))
         return found
 
     def unique_id(self, base: str) -> str:
         candidate, n = base, 2
-        while (self.projects_dir / candidate).exists():
+        while os.path.lexists(self.projects_dir / candidate):
             candidate = f"{base}-{n}"
             n += 1
         return candidate
@@ -243,9 +315,20 @@ class Project:
 
     def read_brief(self) -> str:
         try:
-            return (self.dir / BRIEF_FILE).read_text(encoding="utf-8", errors="replace")
+            return read_file_nofollow(self.dir / BRIEF_FILE, MAX_BRIEF_BYTES * 2).decode("utf-8", errors="replace")
         except OSError:
             return ""
+
+    def refuse_links(self) -> None:
+        """Refuse a project with a symbolic link in it (someone handed over an unpacked
+        project): Pensieve's writes and reads would follow it out of the project."""
+        link = find_link(self.dir)
+        if link is not None:
+            where = "the project directory itself" if link == self.dir else link.relative_to(self.dir).as_posix()
+            raise UsageError(
+                f"project {self.id} contains a symbolic link ({where}); Pensieve does not follow links in a "
+                "project. Replace the link by a copy of the file it points to, or remove it"
+            )
 
     @contextlib.contextmanager
     def run_lock(self) -> Iterator[None]:
@@ -277,16 +360,19 @@ def create_project(
     Both files are written into a temporary directory that is renamed into place, so a
     failure leaves nothing half-created and `list` never sees a project without status.
     """
+
+    def taken(project_id: str) -> UsageError:
+        return UsageError(f"project {project_id!r} already exists in workspace {workspace.name!r}; choose another --id")
+
     if project_id is not None:
         check_name("project id", project_id)
-        if (workspace.projects_dir / project_id).exists():
-            raise UsageError(
-                f"project {project_id!r} already exists in workspace {workspace.name!r}; choose another --id"
-            )
-        final_id = project_id
+        if os.path.lexists(workspace.projects_dir / project_id):
+            raise taken(project_id)
+        final_id = base = project_id
     else:
         first_line = next((line for line in brief.splitlines() if line.strip()), brief)
-        final_id = workspace.unique_id(slugify(first_line))
+        base = slugify(first_line)
+        final_id = workspace.unique_id(base)
     try:
         workspace.projects_dir.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=workspace.projects_dir))
@@ -296,12 +382,53 @@ def create_project(
         ) from None
     try:
         atomic_write_text(staging / BRIEF_FILE, brief)
-        atomic_write_text(staging / STATUS_FILE, make_status(final_id))
-        os.rename(staging, workspace.projects_dir / final_id)
+        for _attempt in range(1000):
+            atomic_write_text(staging / STATUS_FILE, make_status(final_id))
+            # Without replacing: of concurrent `new`s with one id, one wins; the others are
+            # told the id is taken (--id) or take the next free one (an id from the brief).
+            if rename_noreplace(staging, workspace.projects_dir / final_id):
+                break
+            if project_id is not None:
+                raise taken(project_id)
+            final_id = workspace.unique_id(base)
+        else:
+            raise UsageError(f"no free project id for {base!r}; choose one with --id")
         fsync_dir(workspace.projects_dir)
     except BaseException:
-        import shutil
-
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return Project(workspace, final_id)
+
+
+def rename_noreplace(src: Path, dst: Path) -> bool:
+    """Rename src to dst unless dst exists (atomically: renameat2 RENAME_NOREPLACE); False
+    when dst exists. Where the kernel lacks it, a directory made at dst claims the name."""
+    try:
+        _renameat2(src, dst)
+        return True
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+            raise
+    try:
+        os.mkdir(dst)  # atomic: exactly one creator succeeds
+    except FileExistsError:
+        return False
+    os.rename(src, dst)  # replaces the empty directory just made
+    return True
+
+
+def _renameat2(src: Path, dst: Path) -> None:
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    function = getattr(libc, "renameat2", None)
+    if function is None:
+        raise OSError(errno.ENOSYS, "renameat2 is not available")
+    at_fdcwd, rename_noreplace_flag = -100, 1
+    result = function(at_fdcwd, os.fsencode(src), at_fdcwd, os.fsencode(dst), rename_noreplace_flag)
+    if result != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), str(dst))

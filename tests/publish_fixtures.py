@@ -108,7 +108,7 @@ def write_evidence(
     verdicts = verdicts or {}
     text = (project_dir / name).read_text(encoding="utf-8")
     body = text.split("\n## References", 1)[0]
-    numbers = dict(re.findall(r"^(\d+)\. .* - (\S+)$", text, re.M))
+    numbers = dict(re.findall(r"^(\d+)\. .* (https?://\S+)$", text, re.M))
     archive = SourceArchive(project_dir)
     sentences: list[dict[str, Any]] = []
     for match in _SENTENCE.finditer(body):

@@ -75,7 +75,11 @@ def test_generated_lists() -> None:
     assert draft.index("- [S2]") < draft.index("- [S1]") < draft.index("## Revision notes")
     final = numbered_for_reader("# F\n\nFirst [S2]. Then [S1, S2]. Bad [S9].\n\n## Revision notes\n\nx\n", SOURCES)
     assert "First [1]. Then [2, 1]. Bad [S9]." in final
-    assert "1. Second (page) - https://b.example/2\n2. First page - https://a.example/one" in final
+    # APA-like entries: no author or date is known of these pages, so the title leads, then (n.d.) and the site.
+    assert (
+        "1. Second (page). (n.d.). b.example. https://b.example/2\n2. First page. (n.d.). a.example. https://a.example/one"
+        in final
+    )
     assert "Revision notes" not in final
 
 

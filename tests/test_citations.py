@@ -90,8 +90,8 @@ def test_clean_run_passes_with_generated_references(web_home: Home, site: FakeSi
     assert "invented.example" not in final
     # renumbered in order of first use: S2 first, then S1
     assert "codebooks [1]." in final and "top layer [2]." in final and "vector search [2, 1]." in final
-    assert f"1. Product quantisation explained - {site.url('/second')}" in final
-    assert f"2. How HNSW works - {site.url('/article')}" in final
+    assert f"1. Product quantisation explained. (n.d.). 127.0.0.1. {site.url('/second')}" in final
+    assert f"2. How HNSW works. (n.d.). 127.0.0.1. {site.url('/article')}" in final
 
     doc = status_of(web_home, pid)
     assert doc["problems"] == []

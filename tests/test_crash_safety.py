@@ -74,7 +74,7 @@ def written_artifacts(home: Home, project_id: str, stage: str) -> set[str]:
     for the consistency report, the other projects it has seen, so they are looked up."""
     written = set(home.model.artifacts_written(project_id, stage))
     transform = BY_NAME[stage].transform
-    return written | {transform(text, {}) for text in written} if transform else written
+    return written | {transform(text, {}, "numbered") for text in written} if transform else written
 
 
 def assert_crash_leftovers_are_safe(home: Home, project_id: str) -> None:

@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import yaml
 from lxml import html as lxml_html  # type: ignore[import-untyped]
 from markdown_it import MarkdownIt
 
+from pensieve.status import load_status, save_status
 from tests.conftest import Home
 from tests.publish_fixtures import HOSTILE_TITLE, write_evidence, write_final
 
@@ -34,6 +36,10 @@ def project(home: Home) -> Path:
     home.new("How vector databases index embeddings", "--id", PROJECT)
     project_dir = home.project_dir(PROJECT)
     write_final(project_dir, hostile=True)
+    status = load_status(project_dir / "status.json")
+    for entry in status.stages.values():
+        entry.status = "complete"
+    save_status(project_dir / "status.json", status)
     return project_dir
 
 
@@ -174,13 +180,13 @@ def test_markdown_export(home: Home, project: Path) -> None:
     assert not [h for h in tree.xpath("//a/@href") if re.match(r"\s*(javascript|data):", h)]
     assert not [a for a in tree.xpath("//*") if any(k.startswith("on") for k in a.attrib)]
     # Without front matter the title is a heading.
-    plain = _export(home, "--format", "md", "--output", str(project / "plain.md")).read_text(encoding="utf-8")
+    plain = _export(home, "--format", "md", "--output", str(project / "export" / "plain.md")).read_text()
     assert plain.startswith("# How vector databases index embeddings\n")
 
 
 def test_json_export(home: Home, project: Path) -> None:
     write_evidence(project, verdicts={"S3": "unsupported"})
-    data = json.loads(_export(home, "--output", str(project / "out.json")).read_text(encoding="utf-8"))
+    data = json.loads(_export(home, "--output", str(project / "export" / "out.json")).read_text(encoding="utf-8"))
     assert data["schema"] == "pensieve.article/1" and data["title"] == "How vector databases index embeddings"
     assert data["evidence"]["status"] == "current"
     assert [s["heading"] for s in data["sections"]] == [
@@ -262,6 +268,15 @@ def test_bundle_zip(home: Home, project: Path, tmp_path: Path) -> None:
     assert bad.exit_code == 1 and "index.html: sha256 differs" in bad.stderr
 
 
+def test_warns_when_the_stage_is_not_complete(home: Home, project: Path) -> None:
+    status = load_status(project / "status.json")
+    status.stages["polisher"].status = "error"
+    save_status(project / "status.json", status)
+    result = home.run("export", PROJECT)
+    assert result.exit_code == 0
+    assert "warning: the Polisher is error in status.json: final.md may not be its latest version" in result.stderr
+
+
 def test_export_of_a_draft(home: Home, project: Path) -> None:
     draft = (
         "# Draft title\n\nA claim [S2]. Another [S1, S3].\n\n## References\n\n"
@@ -269,6 +284,7 @@ def test_export_of_a_draft(home: Home, project: Path) -> None:
     )
     (project / "draft_v2.md").write_text(draft)
     tree = assert_safe_page(_export(home, "--file", "draft_v2.md", "--output", "d.html").read_text())
+    assert (home.path / "d.html").is_file()  # relative to the working directory
     assert tree.xpath("//h1")[0].text == "Draft title"
     assert [li.get("id") for li in tree.xpath("//ol[@class='references']/li")] == ["ref-S2", "ref-S1", "ref-S3"]
     assert [a.text_content() for a in tree.xpath("//a[@data-source]")] == ["[1]", "[2]", "[3]"]
@@ -297,6 +313,9 @@ def test_cli_errors(home: Home, project: Path, tmp_path: Path) -> None:
     assert "is a directory" in _error(home, PROJECT, "--output", str(tmp_path))
     assert "exists and is not a Pensieve bundle" in _error(home, PROJECT, "--bundle", "--output", str(tmp_path))
     assert "file name" in _error(home, PROJECT, "--file", "../vdb/final.md")
+    for inside in ("final.md", "sources/S1.md", "notes.html"):
+        assert "is inside the project vdb" in _error(home, PROJECT, "--format", "md", "--output", str(project / inside))
+    assert "HNSW" in (project / "final.md").read_text()
     assert "not a markdown artifact" in _error(home, PROJECT, "--file", "status.json")
     assert "--front-matter applies to --format md" in _error(home, PROJECT, "--front-matter")
     assert "unknown project 'nope'" in _error(home, "nope")
@@ -305,3 +324,92 @@ def test_cli_errors(home: Home, project: Path, tmp_path: Path) -> None:
     assert "neither a bundle directory nor a zip" in _error(home, "--verify", str(blocker))
     # Nothing half-written anywhere.
     assert not list(tmp_path.rglob(".tmp-*")) and not (project / "export").exists()
+
+
+def _modules_after(*args: str) -> set[str]:
+    code = (
+        "import sys, runpy\n"
+        f"sys.argv = ['pensieve', *{list(args)!r}]\n"
+        "try:\n    runpy.run_module('pensieve', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print('\\n'.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    repo = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=repo, timeout=60)
+    return set(proc.stderr.split())
+
+
+def test_export_loads_no_model_and_list_loads_no_renderer(home: Home, project: Path) -> None:
+    modules = _modules_after("export", PROJECT, "--format", "docx")
+    assert "pensieve.publish.docx" in modules
+    assert not {m for m in modules if m.split(".")[0] in {"litellm", "torch", "sentence_transformers", "openai"}}
+    for args in (("--help",), ("list",)):
+        light = _modules_after(*args)
+        assert "pensieve.cli" in light
+        assert not {m for m in light if m.split(".")[0] in {"markdown_it", "docx", "lxml"}}, args
+
+
+RICH = """# Rich
+
+Intro [1].
+
+1. first
+2. second
+   - nested bullet [2]
+
+> A quotation [1].
+
+| Index | Recall |
+|---|---|
+| HNSW [1] | 0.95 |
+
+### Sub heading
+
+3. a list that starts at three
+4. four
+
+## References
+
+1. Vector indexes explained - https://www.example.org/vector-indexes
+2. IVF - https://research.example.com/papers/ivf
+"""
+
+
+def test_docx_structure_of_lists_quotes_and_tables(tmp_path: Path) -> None:
+    from pensieve.publish.document import load_article
+    from pensieve.publish.docx import docx_export
+    from tests.publish_fixtures import add_sources
+
+    add_sources(tmp_path)
+    (tmp_path / "final.md").write_text(RICH)
+    document = docx.Document(io.BytesIO(docx_export(load_article(tmp_path), exported_at="2026-11-23T18:00:00Z")))
+    styles = [(p.style.name if p.style is not None else "", p.text) for p in document.paragraphs]
+    assert ("List Bullet 2", "nested bullet [2]") in styles
+    assert ("Quote", "A quotation [1].") in styles
+    assert ("Heading 2", "Sub heading") in styles
+    numbered = [p for p in document.paragraphs if p.style is not None and p.style.name == "List Number"]
+    assert [p.text for p in numbered] == ["first", "second", "a list that starts at three", "four"]
+    num_ids = [int(p._p.xpath("./w:pPr/w:numPr/w:numId/@w:val")[0]) for p in numbered]
+    assert num_ids[0] == num_ids[1] != num_ids[2] == num_ids[3]  # the second list restarts
+    numbering = document.part.numbering_part.element
+    starts = [numbering.num_having_numId(n).xpath("./w:lvlOverride/w:startOverride/@w:val") for n in num_ids[1:3]]
+    assert starts == [["1"], ["3"]]
+    [table] = document.tables
+    assert [[c.text for c in row.cells] for row in table.rows] == [["Index", "Recall"], ["HNSW [1]", "0.95"]]
+
+
+@pytest.mark.slow
+def test_export_after_a_real_pipeline_run(home: Home) -> None:
+    """The whole pipeline against the fake model, then every export of its final.md."""
+    pid = home.new()
+    assert home.run("export", pid).exit_code == 2  # not finished yet
+    assert home.run("run", pid).exit_code == 0
+    page = assert_safe_page(Path(home.run("export", pid).stdout.strip()).read_text(encoding="utf-8"))
+    title = page.xpath("//h1")[0].text_content()
+    assert title and page.xpath("//article//p")
+    document = docx.Document(str(Path(home.run("export", pid, "--format", "docx").stdout.strip())))
+    assert document.paragraphs[0].text == title
+    data = json.loads(Path(home.run("export", pid, "--format", "json").stdout.strip()).read_text())
+    assert data["title"] == title and data["sections"]
+    bundle = Path(home.run("export", pid, "--bundle").stdout.strip())
+    assert home.run("export", "--verify", str(bundle)).exit_code == 0

@@ -15,7 +15,7 @@ from pensieve import __version__
 from pensieve.front_matter import split_front_matter
 from pensieve.source_archive import list_sources
 from pensieve.tools.registry import ToolError
-from pensieve.tools.web import fetch_url
+from pensieve.tools.web import fetch_url, known_urls
 from pensieve.web.fetcher import Fetcher
 from pensieve.web.guard import GuardError, refusal
 from pensieve.web.robots import RobotsCache, RobotsRefusal
@@ -26,6 +26,7 @@ from tests.web_fixtures import tool_context
 
 async def fetch(home: Home, pid: str, url: str, mode: str = "text", **kw: Any) -> str:
     async with tool_context(home, pid, **kw) as ctx:
+        known_urls(ctx).add_trusted([url])  # as if a web_search result (fetch.url_policy: known)
         result: str = await fetch_url.function(ctx, url=url, mode=mode)
         return result
 
@@ -75,6 +76,7 @@ async def test_robots_is_fetched_once_per_host_per_run(web_home: Home, site: Fak
     pid = web_home.new()
     async with tool_context(web_home, pid) as ctx:
         for path in ("/article", "/second", "/plain", "/zero-width"):
+            known_urls(ctx).add_trusted([site.url(path)])  # as if a web_search result
             await fetch_url.function(ctx, url=site.url(path), mode="text")
     assert site.count("/robots.txt") == 1
 
@@ -316,6 +318,7 @@ async def test_force_fetches_again_once_per_run_and_keeps_the_id(web_home: Home,
     await fetch(web_home, pid, site.url("/second"))
     await fetch(web_home, pid, site.url("/article"))
     async with tool_context(web_home, pid, force=True) as ctx:
+        known_urls(ctx).add_trusted([site.url("/article")])  # as if a web_search result
         first = await fetch_url.function(ctx, url=site.url("/article"), mode="text")
         second = await fetch_url.function(ctx, url=site.url("/article"), mode="text")
     assert "Source S2 (sources/S2.md), fetched now" in first

@@ -46,6 +46,11 @@ def test_every_citation_resolves_to_a_reference(project: Path) -> None:
     # brackets in code are not citations
     assert "[S9] in code" in body.xpath("//pre/code")[0].text
     assert art.evidence_status == "absent" and not body.xpath("//*[@class='passage']")
+    assert [h.get("id") for h in body.xpath("//h2")] == [
+        "sec-partitioning-the-space",
+        "sec-trade-offs",
+        "sec-hostile-content",
+    ]
 
 
 def test_hostile_content_is_escaped(project: Path) -> None:
@@ -122,3 +127,91 @@ def test_missing_artifact_names_what_is_missing(tmp_path: Path) -> None:
         render_article(tmp_path)
     with pytest.raises(UsageError, match="file name"):
         render_article(tmp_path, "../etc/passwd")
+
+
+def test_reference_entry_not_in_the_archive_is_unresolved(project: Path) -> None:
+    final = project / "final.md"
+    text = re.sub(
+        r"^4\. .*$", "4. A page that was never fetched - https://gone.example/page", final.read_text(), flags=re.M
+    )
+    final.write_text(text)
+    art = render_article(project)
+    unresolved = _tree(art.body_html).xpath("//span[contains(@class, 'cite-unresolved')]")
+    assert [u.text_content() for u in unresolved] == ["[4?]", "[4?]"]
+    assert "ref-S4" not in art.references_html
+    assert any("4" in w and "no archived source" in w for w in art.warnings)
+
+
+def test_sentence_split_keeps_citations_with_their_sentence() -> None:
+    from pensieve.publish.json_export import split_sentences
+
+    one, two = "\ue0000\ue001", "\ue0001\ue001"
+    assert split_sentences(f"First claim {one}. Second one.{two} Third \u201cquoted.\u201d Last") == [
+        f"First claim {one}.",
+        f"Second one.{two}",
+        "Third \u201cquoted.\u201d",
+        "Last",
+    ]
+    assert split_sentences("Version 3.5 is out! Really?  Yes") == ["Version 3.5 is out!", "Really?", "Yes"]
+
+
+def test_evidence_matches_the_text_as_read_with_universal_newlines(project: Path) -> None:
+    # The evidence check reads artifacts with Path.read_text: CRLF files are hashed and
+    # offset as LF text.
+    write_evidence(project, verdicts={"S3": "unsupported"})
+    final = project / "final.md"
+    final.write_bytes(final.read_bytes().replace(b"\n", b"\r\n"))
+    art = render_article(project)
+    assert art.evidence_status == "current"
+    verdicts = {a.get("data-source"): a.get("data-verdict") for a in _tree(art.body_html).xpath("//a[@data-verdict]")}
+    assert verdicts["S3"] == "unsupported" and verdicts["S1"] == "supported"
+
+
+def test_numbered_entry_matched_by_title_when_its_url_is_an_identifier(project: Path) -> None:
+    # With bibliographic metadata an entry may give the work's doi.org URL, not the page's.
+    final = project / "final.md"
+    final.write_text(final.read_text().replace("https://blog.example.net/pq", "https://doi.org/10.1000/pq.1"))
+    art = render_article(project)
+    assert {a.get("data-source") for a in _tree(art.body_html).xpath("//a[@data-source]")} == {"S1", "S2", "S3", "S4"}
+    assert not art.warnings
+
+
+def test_author_year_citations_when_labels_are_available(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An article in author-year style (the bibliographic-metadata issue): inline labels
+    resolve through `author_year_labels` when the citation code provides it."""
+    from pensieve.citations import references
+
+    names = {"S1": "Malkov & Yashunin, 2018", "S2": "Jégou et al., 2011", "S3": "example.net", "S4": "Evil"}
+    monkeypatch.setattr(references, "author_year_labels", lambda sources: names, raising=False)
+    (project / "final.md").write_text(
+        "# Title\n\nGraphs win (Malkov & Yashunin, 2018). Cells too (Jégou et al., 2011; example.net).\n"
+        "Not a citation (see above).\n\n## References\n\n"
+        "- Jégou, H. (2011). Inverted file indexes for ANN search. https://doi.org/10.1/x\n"
+        "- Malkov, Y. (2018). Vector indexes explained. https://www.example.org/vector-indexes\n"
+        "- example.net. Product quantization in practice. https://blog.example.net/pq\n"
+    )
+    art = render_article(project)
+    cites = _tree(art.body_html).xpath("//a[@data-source]")
+    assert [(a.get("data-source"), a.text_content()) for a in cites] == [("S1", "[1]"), ("S2", "[2]"), ("S3", "[3]")]
+    assert "(see above)" in art.body_html and not art.warnings
+
+
+def test_reference_text_drops_bidi_and_control_characters() -> None:
+    from pensieve.publish.references import reference_parts
+    from pensieve.source_archive import ArchivedSource
+
+    source = ArchivedSource(
+        id="S1",
+        url="https://a.example/x",
+        final_url="https://a.example/x",
+        title="Safe\u202e txt.exe\x07 title\u200b",
+        fetched_at="2026-11-23T10:00:00Z",
+        sha256="0" * 64,
+        size=1,
+        content_type="text/html",
+        file="sources/S1.md",
+        raw_file="",
+    )
+    parts = reference_parts(source)
+    assert parts.title == "Safe txt.exe title" and parts.label == "a.example" and parts.fetched == "2026-11-23"
+    assert parts.text() == "a.example. Safe txt.exe title. Fetched 2026-11-23. https://a.example/x"

@@ -44,11 +44,17 @@ async def test_each_provider_wire_format(web_home: Home, site: FakeSite, search_
     text = await search(web_home, pid, "  vector   index  ")
     assert text.startswith("<<<UNTRUSTED ")
     assert results_of(text) == [
-        {"title": "How HNSW works", "url": site.url("/article"), "snippet": "HNSW builds a layered proximity graph."},
+        {
+            "title": "How HNSW works",
+            "url": site.url("/article"),
+            "snippet": "HNSW builds a layered proximity graph.",
+            "source": provider,
+        },
         {
             "title": "Product quantisation explained",
             "url": site.url("/second"),
             "snippet": "Product quantisation splits vectors.",
+            "source": provider,
         },
     ]
     (hit,) = search_api.hits

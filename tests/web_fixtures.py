@@ -50,6 +50,14 @@ def web_home(home: Home, site: FakeSite, search_api: FakeSearch) -> Home:
         search={"provider": "tavily", "endpoint": search_api.base_url, "min_interval_s": 0.0, "timeout_s": 2},
         fetch={"allow_private_hosts": True, "timeout_s": 3},
     )
+    # Scripted agents fetch the fixture pages without searching first: the user's topic
+    # notes name them, which makes them known URLs (fetch.url_policy: known).
+    topics = home.path / "workspaces" / "default" / "topics"
+    topics.mkdir(parents=True, exist_ok=True)
+    pages = [site.url(p) for p in ("/article", "/second", "/chain/2", "/private/secret")]
+    (topics / "fixture-site.md").write_text(
+        "---\ntitle: Fixture site\nsources:\n" + "".join(f"- {u}\n" for u in pages) + "---\nPages to read.\n"
+    )
     return home
 
 

@@ -6,15 +6,21 @@ Checks, without a model:
 - every quoted evidence span in fact_check.md appears in the cited source's archived text
   (after normalising whitespace, quotes and case);
 - the reference list matches the citations used: no orphan, no missing entry, no duplicate;
+  every URL in it was fetched or is the canonical identifier URL (doi.org, arxiv.org/abs,
+  PubMed) of a fetched record;
+- the final article in either reference style: numbered ([1], a numbered list) or
+  author-year ("(Malkov & Yashunin, 2018)", an alphabetical list), told apart by its list;
 - the share of prose paragraphs that carry at least one citation.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pensieve.citations.cited_sources import CitedSource
+from pensieve.citations.references import AUTHOR_YEAR, NUMBERED, author_year_labels, sort_key, works
 from pensieve.citations.summary import CheckSummary, FileSummary, Problem
 from pensieve.citations.text import (
     CITE_GROUP,
@@ -34,6 +40,7 @@ from pensieve.citations.text import (
 )
 from pensieve.source_archive import normalize_url
 from pensieve.stages import Artifact
+from pensieve.web.identifiers import canonical_urls
 
 # The artifacts that cite sources, in pipeline order; final.md is numbered for the reader.
 CITING_FILES = (Artifact.RESEARCH_NOTES, Artifact.DRAFT_V1, Artifact.DRAFT_V2, Artifact.FINAL)
@@ -92,8 +99,14 @@ def _url_key(url: str) -> str:
     return normalize_url(url).rstrip("/")
 
 
+def _source_urls(source: CitedSource) -> set[str]:
+    """Every URL that names this source: as fetched, and its identifiers' canonical URLs."""
+    urls = (source.url, source.final_url, *source.also, *canonical_urls(source.doi, source.arxiv_id, source.pmid))
+    return {_url_key(u) for u in urls if u}
+
+
 def _known_urls(sources: dict[str, CitedSource]) -> set[str]:
-    return {_url_key(u) for s in sources.values() for u in (s.url, s.final_url, *s.also) if u}
+    return {key for s in sources.values() for key in _source_urls(s)}
 
 
 _REF_LINE = re.compile(r"^\s*(?:[-*]|\d+[.)])?\s*\[?(S\d+|\d+)\]?[.:)]?\s+(.*)$")
@@ -113,7 +126,34 @@ def _reference_entries(section: str) -> list[tuple[str, str]]:
     return entries
 
 
-def check_text(name: str, text: str, sources: dict[str, CitedSource], min_share: float, report: CheckReport) -> None:
+def final_style(text: str, default: str) -> str:
+    """The reference style a final article is in, read from its list (numbered entries or
+    bullets), else from its citations, else the configured one."""
+    article, _notes = split_notes(strip_code(text))
+    body, references = split_references(article)
+    if references is not None:
+        for line in references.splitlines()[1:]:
+            stripped = line.strip()
+            if re.match(r"^\[?\d+[.)\]]", stripped):
+                return NUMBERED
+            if stripped.startswith(("-", "*")):
+                return AUTHOR_YEAR if not re.match(r"^[-*]\s*\[(S?\d+)\]", stripped) else NUMBERED
+    if NUMBER_GROUP.search(body):
+        return NUMBERED
+    return default
+
+
+def check_text(
+    name: str,
+    text: str,
+    sources: dict[str, CitedSource],
+    min_share: float,
+    report: CheckReport,
+    style: str = NUMBERED,
+) -> None:
+    if name == Artifact.FINAL and final_style(text, style) == AUTHOR_YEAR:
+        check_author_year(name, text, sources, min_share, report)
+        return
     article, _notes = split_notes(strip_code(text))
     body, references = split_references(article)
     figures = FileFigures()
@@ -145,9 +185,7 @@ def check_text(name: str, text: str, sources: dict[str, CitedSource], min_share:
             if (
                 source is not None
                 and bare_urls(rest)
-                and not any(
-                    _url_key(u) in {_url_key(source.url), _url_key(source.final_url or "")} for u in bare_urls(rest)
-                )
+                and not any(_url_key(u) in _source_urls(source) for u in bare_urls(rest))
             ):
                 report.problems.append(
                     Problem(name, "reference_mismatch", f"[{label}] is listed with a URL that is not its source's")
@@ -170,19 +208,128 @@ def check_text(name: str, text: str, sources: dict[str, CitedSource], min_share:
 
     if name != Artifact.RESEARCH_NOTES:
         prose = paragraphs(body)
-        figures.paragraphs = len(prose)
         pattern = NUMBER_GROUP if numbered else CITE_GROUP
-        figures.cited_paragraphs = sum(1 for p in prose if pattern.search(p) or CITE_GROUP.search(p))
-        share = figures.cited_share
-        if share is not None and share < min_share:
-            report.problems.append(
-                Problem(
-                    name,
-                    "low_citation_share",
-                    f"{figures.cited_paragraphs} of {figures.paragraphs} paragraphs cite a source "
-                    f"({share:.0%}; check.min_cited_paragraph_share is {min_share:.0%})",
-                )
+        _cited_share(name, prose, lambda p: bool(pattern.search(p) or CITE_GROUP.search(p)), min_share, figures, report)
+    report.files[name] = figures
+
+
+def _cited_share(
+    name: str,
+    prose: list[str],
+    cites: Callable[[str], bool],
+    min_share: float,
+    figures: FileFigures,
+    report: CheckReport,
+) -> None:
+    figures.paragraphs = len(prose)
+    figures.cited_paragraphs = sum(1 for p in prose if cites(p))
+    share = figures.cited_share
+    if share is not None and share < min_share:
+        report.problems.append(
+            Problem(
+                name,
+                "low_citation_share",
+                f"{figures.cited_paragraphs} of {figures.paragraphs} paragraphs cite a source "
+                f"({share:.0%}; check.min_cited_paragraph_share is {min_share:.0%})",
             )
+        )
+
+
+# An author-year citation: "(Malkov & Yashunin, 2018)", "(Smith et al., 2020a; Nature, n.d.)".
+_PARENS = re.compile(r"\(([^()\n]{1,600})\)")
+_LOOKS_CITED = re.compile(r"^[^\s,][^;]*,\s*(?:\d{4}[a-z]?|n\.d\.(?:-[a-z])?)$")
+
+
+def _author_year_citations(body: str, by_label: dict[str, str]) -> tuple[list[list[str]], list[str]]:
+    """(the source ids of each citation, in order; parts shaped like a citation that match no source)."""
+    groups: list[list[str]] = []
+    unknown: list[str] = []
+    for match in _PARENS.finditer(body):
+        parts = [p.strip() for p in match.group(1).split(";")]
+        known = [by_label[p] for p in parts if p in by_label]
+        if known:
+            groups.append(known)
+        unknown += [p for p in parts if p not in by_label and _LOOKS_CITED.match(p)]
+    return groups, unknown
+
+
+def check_author_year(
+    name: str, text: str, sources: dict[str, CitedSource], min_share: float, report: CheckReport
+) -> None:
+    """A final article in author-year style: every "(Author, year)" names an archived
+    source, the list holds exactly the cited ones, once each, alphabetically, and every
+    URL in it was fetched or is a fetched record's identifier URL."""
+    article, _notes = split_notes(strip_code(text))
+    body, references = split_references(article)
+    figures = FileFigures()
+    labels = author_year_labels(sources)
+    work = works(sources)
+    by_label = {label: work[sid] for sid, label in labels.items()}
+    groups, unknown = _author_year_citations(body, by_label)
+    figures.citations = sum(len(g) for g in groups) + citation_count(body)
+    for part in dict.fromkeys(unknown):
+        report.problems.append(Problem(name, "unknown_citation", f"({part}) matches no archived source"))
+    for sid in cited_ids(body):  # an id the transform could not resolve
+        if sid not in sources:
+            report.problems.append(Problem(name, "unknown_citation", f"[{sid}] is not in the source archive"))
+    known_urls = _known_urls(sources)
+    for url in bare_urls(body):
+        if _url_key(url) not in known_urls:
+            report.problems.append(Problem(name, "unfetched_url", f"{url} was never fetched"))
+    used = list(dict.fromkeys(sid for g in groups for sid in g))
+
+    if references is None:
+        if used:
+            report.problems.append(
+                Problem(name, "missing_reference", "citations are used but there is no reference list")
+            )
+    else:
+        entries = [
+            line.strip().lstrip("-*").strip()
+            for line in references.splitlines()[1:]
+            if line.strip().startswith(("-", "*")) or line.strip()[:1].isdigit()
+        ]
+        listed: list[str] = []
+        for entry in entries:
+            urls = bare_urls(entry)
+            for url in urls:
+                if _url_key(url) not in known_urls:
+                    report.problems.append(Problem(name, "unfetched_url", f"reference {url} was never fetched"))
+            owners = [sid for sid, s in sources.items() if any(_url_key(u) in _source_urls(s) for u in urls)]
+            if not owners:
+                if not urls:
+                    report.problems.append(
+                        Problem(name, "orphan_reference", f"{entry[:60]!r} names no archived source")
+                    )
+                continue
+            sid = work[min(owners, key=lambda s: int(s[1:]))]
+            if sid in listed:
+                report.problems.append(
+                    Problem(name, "duplicate_reference", f"({labels[sid]}) is listed more than once")
+                )
+            listed.append(sid)
+        for sid in used:
+            if sid not in listed:
+                report.problems.append(
+                    Problem(name, "missing_reference", f"({labels[sid]}) is cited but not in the reference list")
+                )
+        for sid in dict.fromkeys(listed):
+            if sid not in used:
+                report.problems.append(Problem(name, "orphan_reference", f"({labels[sid]}) is listed but never cited"))
+        if entries != sorted(entries, key=sort_key):
+            report.problems.append(
+                Problem(name, "reference_order", "the reference list is not in alphabetical order (author-year style)")
+            )
+
+    prose = paragraphs(body)
+    _cited_share(
+        name,
+        prose,
+        lambda p: bool(_author_year_citations(p, by_label)[0] or CITE_GROUP.search(p)),
+        min_share,
+        figures,
+        report,
+    )
     report.files[name] = figures
 
 
@@ -246,9 +393,14 @@ def check_revision_notes(draft_v2: str, unsupported: list[str], report: CheckRep
 
 
 def run_check(
-    texts: dict[str, str], sources: dict[str, CitedSource], min_share: float, upto: str | None = None
+    texts: dict[str, str],
+    sources: dict[str, CitedSource],
+    min_share: float,
+    upto: str | None = None,
+    style: str = NUMBERED,
 ) -> CheckReport:
-    """Check the given artifacts (name -> text). `upto` limits the check to files a stage has produced."""
+    """Check the given artifacts (name -> text). `upto` limits the check to files a stage has
+    produced; `style` is the configured reference style, used when final.md does not show its own."""
     report = CheckReport(sources=len(sources))
     # Every form a model writes ([s1], (S1), [S1; S2], [S1, p. 4]...) is checked as [S1].
     texts = {name: normalize_citations(text) for name, text in texts.items()}
@@ -257,7 +409,8 @@ def run_check(
         order = order[: order.index(upto) + 1]
     for name in order:
         if name in texts:
-            check_text(name, texts[name], sources, min_share if name != Artifact.RESEARCH_NOTES else 0.0, report)
+            share = min_share if name != Artifact.RESEARCH_NOTES else 0.0
+            check_text(name, texts[name], sources, share, report, style)
     if Artifact.FACT_CHECK in texts and (upto is None or upto in (Artifact.DRAFT_V2, Artifact.FINAL)):
         unsupported = check_fact_table(texts[Artifact.FACT_CHECK], sources, report)
         if Artifact.DRAFT_V2 in texts:

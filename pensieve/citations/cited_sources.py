@@ -15,6 +15,15 @@ class CitedSource:
     fetched_at: str
     text: str
     also: tuple[str, ...] = ()  # other URLs that reached the same page
+    # The work's metadata, as the archive keeps it (pensieve.source_archive.SourceMeta).
+    authors: tuple[str, ...] = ()
+    year: int | None = None
+    venue: str = ""
+    doi: str = ""
+    publisher: str = ""
+    published: str = ""
+    arxiv_id: str = ""
+    pmid: str = ""
 
 
 def load_sources(project_dir: Path) -> dict[str, CitedSource]:
@@ -28,6 +37,20 @@ def load_sources(project_dir: Path) -> dict[str, CitedSource]:
         except OSError:
             text = ""  # a source file removed by hand: its quotes will not be found
         loaded[entry.id] = CitedSource(
-            entry.id, entry.url, entry.final_url, entry.title, entry.fetched_at, text, entry.also
+            entry.id,
+            entry.url,
+            entry.final_url,
+            entry.title,
+            entry.fetched_at,
+            text,
+            entry.also,
+            authors=entry.authors,
+            year=entry.year,
+            venue=entry.venue,
+            doi=entry.doi,
+            publisher=entry.publisher,
+            published=entry.published,
+            arxiv_id=entry.arxiv_id,
+            pmid=entry.pmid,
         )
     return loaded

@@ -16,10 +16,11 @@ from pensieve.workspace import Project
 _INPUTS = (Artifact.RESEARCH_NOTES, Artifact.DRAFT_V1, Artifact.DRAFT_V2, Artifact.FINAL, Artifact.FACT_CHECK)
 
 
-def transform_artifact(project: Project, stage: Stage, text: str) -> str:
+def transform_artifact(project: Project, stage: Stage, text: str, settings: Settings | None = None) -> str:
     if stage.transform is None:
         return text
-    return stage.transform(text, load_sources(project.dir))
+    style = settings.article.reference_style if settings is not None else "numbered"
+    return stage.transform(text, load_sources(project.dir), style)
 
 
 def check_project(project: Project, settings: Settings, upto: str | None = None) -> CheckReport:
@@ -28,7 +29,13 @@ def check_project(project: Project, settings: Settings, upto: str | None = None)
         path = project.file(name)
         if path.is_file():
             texts[str(name)] = path.read_text(encoding="utf-8", errors="replace")
-    return run_check(texts, load_sources(project.dir), settings.check.min_cited_paragraph_share, upto)
+    return run_check(
+        texts,
+        load_sources(project.dir),
+        settings.check.min_cited_paragraph_share,
+        upto,
+        style=settings.article.reference_style,
+    )
 
 
 def resend_instructions(report: CheckReport, stage: Stage) -> str | None:

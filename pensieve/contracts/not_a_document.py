@@ -54,7 +54,7 @@ def _tool_named(value: Any) -> str | None:
 def _decode(text: str) -> Any:
     try:
         return json.loads(text, strict=False)  # strict=False: raw newlines inside strings, as models write them
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

@@ -50,7 +50,7 @@ class BundleResult:
 def bundle_files(article: Article, *, exported_at: str, extra: dict[str, bytes] | None = None) -> dict[str, bytes]:
     """Every file of the bundle by its path inside it, manifest.json included."""
     files: dict[str, bytes] = {HTML_FILE: html_page(article, exported_at=exported_at, bundle_links=True).encode()}
-    files[article.name] = article.text.encode("utf-8")
+    files[article.name] = article.data or article.text.encode("utf-8")
     sources: list[dict[str, Any]] = []
     for ref in article.references:
         entry: dict[str, Any] = {

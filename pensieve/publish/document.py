@@ -30,7 +30,7 @@ from pensieve.errors import UsageError
 from pensieve.front_matter import FrontMatterError, parse_front_matter
 from pensieve.hashing import sha256_of_bytes
 from pensieve.publish.references import ReferenceParts, clean_text, reference_parts
-from pensieve.source_archive import ArchivedSource, SourceArchive
+from pensieve.source_archive import ArchivedSource, SourceArchive, normalize_url
 from pensieve.workspace import check_name
 
 EVIDENCE_FILE = "evidence.json"
@@ -45,6 +45,7 @@ _PRIVATE = re.compile(f"[{_OPEN}{_CLOSE}]")
 _H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.M)
 _NUMBERED_ENTRY = re.compile(r"^\s*(?:[-*]\s*)?\[?(\d{1,3})\]?[.):]?\s+(.*)$")
 _ID_ENTRY = re.compile(r"^\s*(?:[-*]|\d+[.)])?\s*\[(S\d+)\]")
+_BULLET_ENTRY = re.compile(r"^\s*[-*]\s+(.*)$")
 
 
 @dataclass(frozen=True)
@@ -113,12 +114,13 @@ class Article:
     name: str
     title: str
     text: str  # the artifact as on disk
-    sha256: str  # of the artifact's bytes
+    sha256: str  # of the text (UTF-8, newlines as \n): what evidence.json's artifact_sha256 records
     markdown: str  # body for the parser: title, reference list and notes removed; citations as placeholders
     citations: list[Citation]
     references: list[Reference]
     evidence: EvidenceState
     warnings: list[str]
+    data: bytes = b""  # the file's bytes as read
 
     @property
     def project_id(self) -> str:
@@ -171,11 +173,14 @@ def load_article(project_dir: Path, name: str = DEFAULT_ARTIFACT) -> Article:
         raise UsageError(missing_artifact_message(project_dir.name, name)) from None
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    # The text as the evidence check reads it (Path.read_text: universal newlines), whose
+    # sha256 and character offsets evidence.json records.
+    read = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    sha = sha256_of_bytes(read.encode("utf-8", errors="surrogatepass"))
     # Same length: evidence offsets stay valid, and no content can forge a placeholder.
-    text = _PRIVATE.sub("\ufffd", data.decode("utf-8", errors="replace"))
+    text = _PRIVATE.sub("\ufffd", read)
     if not text.strip():
         raise UsageError(f"{name} of project {project_dir.name} is empty; run the stage that writes it again")
-    sha = sha256_of_bytes(data)
     warnings: list[str] = []
 
     start, front_title = _front_matter(text)
@@ -193,18 +198,13 @@ def load_article(project_dir: Path, name: str = DEFAULT_ARTIFACT) -> Article:
     evidence_state, sentences = _load_evidence(project_dir, name, sha, warnings)
 
     code = code_spans(text)
-    matches = _citation_matches(text, start, numbers, skip=code + cuts)
+    labels = _author_year_labels(project_dir, sources) if numbers and not any(_is_number(k) for k in numbers) else {}
+    matches = _citation_matches(text, start, numbers, labels, skip=code + cuts)
     order: dict[str, int] = {}
-    raw_items: list[list[tuple[str, str | None]]] = []
-    for match, numbered in matches:
-        group = []
-        for label in re.findall(r"S\d+|\d+", match.group(1)):
-            sid = numbers.get(label) if numbered else label
-            resolved = sid if sid is not None and sid in sources else None
-            if resolved is not None:
-                order.setdefault(resolved, len(order) + 1)
-            group.append((label, resolved))
-        raw_items.append(group)
+    for found_group in matches:
+        for _label, sid in found_group.items:
+            if sid is not None and sid in sources:
+                order.setdefault(sid, len(order) + 1)
 
     references = [
         Reference(number, sid, sources[sid], reference_parts(sources[sid]), _archived_file(project_dir, sources[sid]))
@@ -213,23 +213,24 @@ def load_article(project_dir: Path, name: str = DEFAULT_ARTIFACT) -> Article:
     by_id = {r.source_id: r for r in references}
     citations: list[Citation] = []
     unresolved: list[str] = []
-    for index, ((match, _numbered), group) in enumerate(zip(matches, raw_items, strict=True)):
+    for index, found_group in enumerate(matches):
         items = []
-        for label, sid in group:
-            found = _evidence_for(sentences, match.start(), sid) if sid is not None else None
+        for label, mapped in found_group.items:
+            sid = mapped if mapped is not None and mapped in sources else None
+            evidence = _evidence_for(sentences, found_group.start, sid) if sid is not None else None
             number = order.get(sid) if sid is not None else None
-            items.append(CiteItem(label, sid, number, found))
+            items.append(CiteItem(label, sid, number, evidence))
             if sid is None:
                 unresolved.append(label)
-            elif found is not None and number is not None:
-                by_id[sid].passages.append(Passage(number, found))
-        citations.append(Citation(index, match.start(), match.group(0), tuple(items)))
+            elif evidence is not None and number is not None:
+                by_id[sid].passages.append(Passage(number, evidence))
+        citations.append(Citation(index, found_group.start, found_group.written, tuple(items)))
     if unresolved:
         listed = ", ".join(dict.fromkeys(unresolved))
         warnings.append(f"{name}: citation(s) {listed} match no archived source; they are shown unlinked")
 
     markdown = _with_placeholders(text, start, cuts, matches)
-    return Article(project_dir, name, title, text, sha, markdown, citations, references, evidence_state, warnings)
+    return Article(project_dir, name, title, text, sha, markdown, citations, references, evidence_state, warnings, data)
 
 
 def _front_matter(text: str) -> tuple[int, str]:
@@ -279,9 +280,15 @@ def _brief_title(project_dir: Path) -> str:
     return clean_text(line.lstrip("#"))[:200]
 
 
-def _numbered_references(text: str, cuts: list[tuple[int, int]], archive: SourceArchive) -> dict[str, str]:
-    """The artifact's own reference list: number (or id) -> archived source id."""
-    mapping: dict[str, str] = {}
+def _numbered_references(text: str, cuts: list[tuple[int, int]], archive: SourceArchive) -> dict[str, str | None]:
+    """The artifact's own reference list: number (or id, or `-` entry index) -> archived
+    source id, or None for an entry that matches no archived source (its citations are
+    shown unresolved). An entry is matched by a URL that reached the page, else by the DOI,
+    else by the page's title (an entry may give a work's identifier URL, e.g. doi.org)."""
+    mapping: dict[str, str | None] = {}
+    entries = archive.entries()
+    # The archive's own lookup key for every URL that reached a page (one pass, not one per entry).
+    by_url = {normalize_url(u): s.id for s in entries for u in (s.url, s.final_url, *s.also) if u}
     for cut_start, cut_end in cuts:
         section = text[cut_start:cut_end]
         if not re.match(r"#{1,6}\s*(references|sources|bibliography|works cited)", section, re.I):
@@ -292,43 +299,88 @@ def _numbered_references(text: str, cuts: list[tuple[int, int]], archive: Source
                 mapping[by_id.group(1)] = by_id.group(1)
                 continue
             entry = _NUMBERED_ENTRY.match(line)
-            if not entry:
-                continue
-            for url in bare_urls(entry.group(2)):
-                found = archive.find(url)
-                if found is not None:
-                    mapping[entry.group(1)] = found.id
-                    break
+            bullet = _BULLET_ENTRY.match(line)
+            if entry:
+                mapping[entry.group(1)] = _match_entry(entry.group(2), by_url, entries)
+            elif bullet:
+                mapping[f"-{len(mapping) + 1}"] = _match_entry(bullet.group(1), by_url, entries)
     return mapping
+
+
+def _is_number(key: str) -> bool:
+    return key.isdigit()
+
+
+def _match_entry(line: str, by_url: dict[str, str], entries: list[ArchivedSource]) -> str | None:
+    for url in bare_urls(line):
+        key = normalize_url(url)
+        if key in by_url:
+            return by_url[key]
+    folded = line.casefold()
+    for source in entries:
+        doi = clean_text(getattr(source, "doi", "")).casefold()
+        if doi and doi in folded:
+            return source.id
+    titled = [(len(t), s.id) for s in entries if len(t := clean_text(s.title).casefold()) >= 12 and t in folded]
+    return max(titled)[1] if titled else None
+
+
+def _author_year_labels(project_dir: Path, sources: dict[str, ArchivedSource]) -> dict[str, str]:
+    """label -> source id for an article in author-year style ("(Malkov & Yashunin, 2018)")."""
+    from pensieve.citations.cited_sources import load_sources
+    from pensieve.citations.references import author_year_labels
+
+    labels = author_year_labels(load_sources(project_dir))
+    return {clean_text(label): sid for sid, label in labels.items() if sid in sources and clean_text(label)}
 
 
 def _inside(position: int, spans: list[tuple[int, int]]) -> bool:
     return any(s <= position < e for s, e in spans)
 
 
+@dataclass(frozen=True)
+class _Found:
+    start: int
+    end: int
+    written: str
+    items: list[tuple[str, str | None]]  # (label as written, the source id it names, if any)
+
+
+_LABEL_GROUP = re.compile(r"\(([^()\n]{2,400})\)")
+
+
 def _citation_matches(
-    text: str, start: int, numbers: dict[str, str], skip: list[tuple[int, int]]
-) -> list[tuple[re.Match[str], bool]]:
+    text: str,
+    start: int,
+    numbers: dict[str, str | None],
+    labels: dict[str, str],
+    skip: list[tuple[int, int]],
+) -> list[_Found]:
     """Citation groups in reading order: `[S3, S7]` always, `[1, 2]` when every number is
-    in the artifact's reference list (so `[3]` in a draft or a year is left alone)."""
-    found: list[tuple[re.Match[str], bool]] = []
+    in the artifact's reference list (so `[3]` in a draft or a year is left alone), and
+    `(Label, 2018; Other, 2019)` when every part is an author-year label of the archive."""
+    found: list[_Found] = []
     for match in CITE_GROUP.finditer(text, start):
         if not _inside(match.start(), skip):
-            found.append((match, False))
+            ids = re.findall(r"S\d+", match.group(1))
+            found.append(_Found(match.start(), match.end(), match.group(0), [(sid, sid) for sid in ids]))
     if numbers:
         for match in NUMBER_GROUP.finditer(text, start):
-            labels = re.findall(r"\d+", match.group(1))
-            if all(label in numbers for label in labels) and not _inside(match.start(), skip):
-                found.append((match, True))
-    found.sort(key=lambda pair: pair[0].start())
+            cited = re.findall(r"\d+", match.group(1))
+            if all(n in numbers for n in cited) and not _inside(match.start(), skip):
+                found.append(_Found(match.start(), match.end(), match.group(0), [(n, numbers[n]) for n in cited]))
+    if labels:
+        for match in _LABEL_GROUP.finditer(text, start):
+            parts = [clean_text(p) for p in match.group(1).split(";")]
+            if all(p in labels for p in parts) and not _inside(match.start(), skip):
+                found.append(_Found(match.start(), match.end(), match.group(0), [(p, labels[p]) for p in parts]))
+    found.sort(key=lambda f: f.start)
     return found
 
 
-def _with_placeholders(
-    text: str, start: int, cuts: list[tuple[int, int]], matches: list[tuple[re.Match[str], bool]]
-) -> str:
+def _with_placeholders(text: str, start: int, cuts: list[tuple[int, int]], matches: list[_Found]) -> str:
     edits = [(s, e, "") for s, e in cuts]
-    edits += [(m.start(), m.end(), f"{_OPEN}{i}{_CLOSE}") for i, (m, _n) in enumerate(matches)]
+    edits += [(f.start, f.end, f"{_OPEN}{i}{_CLOSE}") for i, f in enumerate(matches)]
     edits.sort()
     out: list[str] = []
     position = start

@@ -77,8 +77,10 @@ class _Inline:
             from docx.text.run import Run
 
             run = Run(element, self.paragraph)
-        run.bold = self.style.bold or bold or None
-        run.italic = self.style.italic or None
+        if self.style.bold or bold:
+            run.bold = True
+        if self.style.italic:
+            run.italic = True
         if self.style.strike:
             run.font.strike = True
         if self.style.code:
@@ -178,8 +180,25 @@ class _Writer:
         self.lists: list[str] = []  # "bullet" | "number", innermost last
         self.quote = 0
         self.item_first: list[bool] = []
-        self._restart_number = False
+        self._restart_number: int | None = None  # the start of a numbered list just opened
         self._num_ids: dict[int, int] = {}
+        self._styles: dict[str, Any] = {}
+
+    def style(self, name: str) -> Any:
+        """A paragraph style by name, looked up once (python-docx scans every style per lookup)."""
+        if name not in self._styles:
+            self._styles[name] = self.doc.styles[name]
+        return self._styles[name]
+
+    def add(self, style: str = "Normal") -> Paragraph:
+        """A new paragraph with the style set by id (python-docx's own setter scans the styles)."""
+        paragraph = self.doc.add_paragraph()
+        if style != "Normal":
+            paragraph._p.style = self.style(style).style_id
+        return paragraph
+
+    def heading(self, level: int) -> Paragraph:
+        return self.add("Title" if level == 0 else f"Heading {level}")
 
     # -- blocks -----------------------------------------------------------------------
     def paragraph_style(self) -> str:
@@ -193,30 +212,31 @@ class _Writer:
 
     def add_paragraph(self, inline: Token) -> None:
         style = self.paragraph_style()
-        paragraph = self.doc.add_paragraph(style=style)
+        paragraph = self.add(style)
         if style.startswith("List Number") and self.item_first and self.item_first[-1]:
-            self._number(paragraph)
+            self._number(paragraph, style)
         if self.item_first:
             self.item_first[-1] = False
         _Inline(self.article, paragraph).render(inline.children or [])
 
-    def _number(self, paragraph: Paragraph) -> None:
-        """Each numbered list starts at 1 (Word would otherwise continue the last one)."""
-        if not self._restart_number:
+    def _number(self, paragraph: Paragraph, style_name: str) -> None:
+        """Each numbered list starts at its own first number (Word would otherwise continue
+        the previous list's numbering)."""
+        if self._restart_number is None:
             paragraph_num = self._num_ids.get(len(self.lists))
             if paragraph_num is not None:
                 self._set_num(paragraph, paragraph_num)
             return
-        self._restart_number = False
+        start, self._restart_number = self._restart_number, None
         numbering = self.doc.part.numbering_part.element
-        style = self.doc.styles[paragraph.style.name if paragraph.style is not None else "List Number"]
+        style = self.style(style_name)
         num_pr = style.element.pPr.numPr if style.element.pPr is not None else None
         if num_pr is None or num_pr.numId is None:
             return
         base = numbering.num_having_numId(num_pr.numId.val)
         num = numbering.add_num(base.abstractNumId.val)
         override = num.add_lvlOverride(ilvl=0)
-        override.add_startOverride(1)
+        override.add_startOverride(start)
         self._num_ids[len(self.lists)] = num.numId
         self._set_num(paragraph, num.numId)
 
@@ -228,11 +248,11 @@ class _Writer:
 
     def code_block(self, content: str) -> None:
         for line in content.rstrip("\n").split("\n"):
-            paragraph = self.doc.add_paragraph(style="No Spacing")
+            paragraph = self.add("No Spacing")
             run = paragraph.add_run(_xml_text(line) or " ")
             run.font.name = _MONO
             run.font.size = Pt(9)
-        self.doc.add_paragraph(style="No Spacing")
+        self.add("No Spacing")
 
     def table(self, tokens: Sequence[Token], start: int) -> int:
         rows: list[list[Token]] = []
@@ -263,7 +283,7 @@ class _Writer:
             kind = token.type
             if kind == "heading_open":
                 level = max(1, min(int(token.tag[1:]) - 1, 9))
-                heading = self.doc.add_heading(level=level)
+                heading = self.heading(level)
                 _Inline(self.article, heading).render(tokens[index + 1].children or [])
                 index += 3
                 continue
@@ -273,7 +293,10 @@ class _Writer:
                 self.lists.append("bullet")
             elif kind == "ordered_list_open":
                 self.lists.append("number")
-                self._restart_number = True
+                try:
+                    self._restart_number = max(0, int(str(token.attrGet("start") or 1)))
+                except ValueError:
+                    self._restart_number = 1
             elif kind in ("bullet_list_close", "ordered_list_close"):
                 self.lists.pop()
             elif kind == "list_item_open":
@@ -296,10 +319,10 @@ class _Writer:
     def references(self) -> None:
         if not self.article.references:
             return
-        self.doc.add_heading("References", level=1)
+        self.heading(1).add_run("References")
         for ref in self.article.references:
             parts = ref.parts
-            paragraph = self.doc.add_paragraph(style="Normal")
+            paragraph = self.add()
             paragraph.paragraph_format.left_indent = Pt(22)
             paragraph.paragraph_format.first_line_indent = Pt(-22)
             _add_bookmark(paragraph, _bookmark(ref.number), ref.number)
@@ -363,7 +386,7 @@ def docx_export(article: Article, *, exported_at: str) -> bytes:
     doc.core_properties.title = _xml_text(clean_text(article.title))[:250]
     doc.core_properties.author = "Pensieve"
     doc.core_properties.comments = _xml_text(f"Exported by Pensieve {__version__} from {article.name} on {exported_at}")
-    doc.add_heading(_xml_text(article.title), level=0)
+    writer.heading(0).add_run(_xml_text(article.title))
     subtitle = doc.add_paragraph(style="Subtitle")
     sources = len(article.references)
     subtitle.add_run(f"{sources} source{'s' if sources != 1 else ''} · exported {exported_at[:10]}")

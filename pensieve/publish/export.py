@@ -81,6 +81,7 @@ def export_project(
 ) -> ExportResult:
     chosen = choose_format(fmt, output, bundle)
     target = output if output is not None else default_output(project_dir, chosen, bundle)
+    _check_inside_project(project_dir, target)
     if not bundle and target.is_dir():
         raise UsageError(f"{target} is a directory; give a file name with --output")
     if front_matter and chosen != "md":
@@ -102,4 +103,38 @@ def export_project(
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise UsageError(f"cannot write {target}: {reason}; choose another --output") from None
-    return ExportResult(target, chosen, bundle, len(article.references), list(article.warnings))
+    return ExportResult(
+        target, chosen, bundle, len(article.references), [*_stage_warnings(project_dir, name), *article.warnings]
+    )
+
+
+def _check_inside_project(project_dir: Path, target: Path) -> None:
+    """An export never lands on the project's own files (an artifact, sources, status):
+    inside the project it goes under export/."""
+    project = project_dir.resolve()
+    resolved = target.resolve()
+    if resolved.is_relative_to(project) and not resolved.is_relative_to(project / EXPORT_DIR):
+        raise UsageError(
+            f"--output {target} is inside the project {project_dir.name}; write under its {EXPORT_DIR}/ "
+            "directory or outside the project"
+        )
+
+
+def _stage_warnings(project_dir: Path, name: str) -> list[str]:
+    """A file whose stage is not complete (being re-run, failed since) may be out of date."""
+    from pensieve.errors import CorruptState
+    from pensieve.stages import STAGES
+    from pensieve.status import load_status
+    from pensieve.workspace import STATUS_FILE
+
+    writer = next((stage for stage in STAGES if stage.writes == name), None)
+    if writer is None:
+        return []
+    try:
+        status = load_status(project_dir / STATUS_FILE, keep_copy=False)
+    except (CorruptState, OSError):
+        return []
+    state = status.stages[writer.name].status
+    if state == "complete":
+        return []
+    return [f"the {writer.title} is {state} in status.json: {name} may not be its latest version"]

@@ -21,10 +21,19 @@ def evidence_line(article: Article) -> str:
     if state.status != "current" or not state.summary:
         return ""
     summary = state.summary
+
+    def count(key: str) -> int:
+        value = summary.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    parts = [
+        f"{count('supported')} supported",
+        f"{count('weak')} weakly supported",
+        f"{count('unsupported')} unsupported",
+    ]
     cited = summary.get("cited_sentences")
-    parts = [f"{summary.get(v, 0)} {word}" for v, word in (("supported", "supported"), ("weak", "weakly supported"))]
-    parts.append(f"{summary.get('unsupported', 0)} unsupported")
-    return f"Evidence check: of {cited} cited sentences, " + ", ".join(parts) + "."
+    lead = f"of {cited} cited sentences, " if isinstance(cited, int) and not isinstance(cited, bool) else ""
+    return f"Evidence check: {lead}" + ", ".join(parts) + "."
 
 
 def html_page(article: Article, *, exported_at: str, bundle_links: bool = False) -> str:

@@ -15,8 +15,9 @@ from pensieve.publish.markdown import neutralise_markdown
 from pensieve.publish.render import html_renderer
 
 SCHEMA = "pensieve.article/1"
-# A sentence ends at . ! ? (or a placeholder right after one) followed by space.
-_SENTENCE_END = re.compile(r"(?<=[.!?])(?:[\"'\u201d\u2019)]*)\s+|(?<=[.!?]\ue001)\s+")
+# A sentence ends at . ! or ? (and any closing quote or bracket), with the citations written
+# right after it, before white space and more text.
+_BOUNDARY = re.compile(r"[.!?][\"'\u201d\u2019)\]]*(?:[ \t]*\ue000\d+\ue001)*(?=\s+\S)")
 
 
 def _inline_text(token: Token) -> str:
@@ -33,16 +34,17 @@ def _inline_text(token: Token) -> str:
 
 
 def split_sentences(text: str) -> list[str]:
-    pieces = [p.strip() for p in _SENTENCE_END.split(text) if p.strip()]
+    """Sentences of a block's plain text (placeholders kept with the sentence they close)."""
     sentences: list[str] = []
-    for piece in pieces:
-        # A citation written after the full stop belongs to the sentence before it.
-        lead = re.match(r"^((?:\ue000\d+\ue001[\s,;]*)+)(.*)$", piece)
-        if lead and sentences:
-            sentences[-1] += " " + lead.group(1).strip()
-            piece = lead.group(2).strip()
+    start = 0
+    for boundary in _BOUNDARY.finditer(text):
+        piece = text[start : boundary.end()].strip()
         if piece:
             sentences.append(piece)
+        start = boundary.end()
+    rest = text[start:].strip()
+    if rest:
+        sentences.append(rest)
     return sentences
 
 

@@ -13,13 +13,16 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from pensieve.untrusted import INVISIBLE
+
 # Control characters (but tab and newline), which also make XML (DOCX) unwritable.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
 
 
 def clean_text(value: object) -> str:
-    """A one-line plain string: control characters dropped, whitespace collapsed."""
-    return " ".join(_CONTROL.sub("", str(value or "")).split())
+    """A one-line plain string: control, zero-width and bidi-override characters dropped
+    (a page title cannot reorder the text around it), whitespace collapsed."""
+    return " ".join(INVISIBLE.sub("", _CONTROL.sub("", str(value or ""))).split())
 
 
 def safe_url(url: str) -> str | None:
@@ -48,18 +51,6 @@ def _names(value: Any) -> tuple[str, ...]:
     if isinstance(value, (list, tuple)):
         return tuple(clean_text(v) for v in value if clean_text(v))
     return ()
-
-
-def _authors_label(authors: tuple[str, ...]) -> str:
-    if not authors:
-        return ""
-    if len(authors) == 1:
-        return authors[0]
-    if len(authors) == 2:
-        return f"{authors[0]} and {authors[1]}"
-    if len(authors) == 3:
-        return f"{authors[0]}, {authors[1]} and {authors[2]}"
-    return f"{authors[0]} et al."
 
 
 @dataclass(frozen=True)
@@ -99,15 +90,22 @@ class ReferenceParts:
 
 
 def reference_parts(source: Any) -> ReferenceParts:
-    """The reference entry for an archived source (ArchivedSource or anything shaped like it)."""
+    """The reference entry for an archived source (ArchivedSource or anything shaped like it).
+
+    The label is the citation code's `reference_label` (authors + year, else publication + year,
+    ... else the site), so an exported reference and the article's own list name a source alike;
+    when it would fall back to the title, the site names the entry instead (the title follows)."""
+    from pensieve.citations.references import reference_label
+
     url = clean_text(getattr(source, "final_url", "") or getattr(source, "url", ""))
     site = site_of(url)
     authors = _names(getattr(source, "authors", ()))
     publisher = clean_text(getattr(source, "publisher", ""))
     fetched_at = clean_text(getattr(source, "fetched_at", ""))
     year = clean_text(getattr(source, "year", "") or "")
+    venue = clean_text(getattr(source, "venue", ""))
     return ReferenceParts(
-        label=_authors_label(authors) or publisher or site,
+        label=(clean_text(reference_label(source)) if authors or venue or publisher else "") or site,
         authors=authors,
         title=clean_text(getattr(source, "title", "")) or "(untitled)",
         site=site,
@@ -116,7 +114,7 @@ def reference_parts(source: Any) -> ReferenceParts:
         url=url,
         link=safe_url(url),
         year="" if year in ("0", "None") else year,
-        venue=clean_text(getattr(source, "venue", "")),
+        venue=venue,
         publisher=publisher,
         published=clean_text(getattr(source, "published", "")),
         doi=clean_text(getattr(source, "doi", "")),

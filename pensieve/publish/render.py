@@ -101,6 +101,7 @@ def html_renderer() -> MarkdownIt:
     md.add_render_rule("text", _render_text)
     md.add_render_rule("image", _render_image)
     md.add_render_rule("link_open", _render_link_open)
+    md.add_render_rule("heading_open", _render_heading_open)
     return md
 
 
@@ -153,6 +154,19 @@ def _render_image(self: Any, tokens: Sequence[Token], idx: int, options: Any, en
     if src is None or _inside_link(tokens, idx):
         return f'<span class="image-ref">{label}</span>'
     return f'<a class="image-ref" href="{escape(src)}" rel="nofollow noopener noreferrer">{label}</a>'
+
+
+def _render_heading_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
+    """Headings get an id (`sec-` and a slug of their text, unique in the page) to link to."""
+    token = tokens[idx]
+    content = tokens[idx + 1].content if idx + 1 < len(tokens) else ""
+    slug = re.sub(r"[^a-z0-9]+", "-", PLACEHOLDER.sub("", content).casefold()).strip("-")[:60] or "section"
+    used: set[str] = env.setdefault("heading_ids", set())
+    anchor, n = f"sec-{slug}", 2
+    while anchor in used:
+        anchor, n = f"sec-{slug}-{n}", n + 1
+    used.add(anchor)
+    return f'<{token.tag} id="{escape(anchor)}">'
 
 
 def _render_link_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
@@ -313,7 +327,7 @@ header.article-head h1 { font-size: 2.1rem; line-height: 1.2; margin: 0 0 .5rem;
 }
 .pensieve-article h2 { font-size: 1.5rem; }
 .pensieve-article h3 { font-size: 1.2rem; }
-.pensieve-article p, .pensieve-article li { position: relative; }
+.pensieve-article, .pensieve-article p, .pensieve-article li { position: relative; }
 .pensieve-article a, .references a { color: var(--accent); }
 .pensieve-article blockquote {
   margin: 1rem 0;

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from pensieve.tools.files import read_project_file, write_project_file
+from pensieve.tools.files import edit_project_file, read_project_file, write_project_file
 from pensieve.tools.projects import list_projects
 from pensieve.tools.registry import Tool
 from pensieve.tools.stats import text_stats
@@ -30,6 +30,8 @@ CATALOG: tuple[Tool, ...] = (
     write_project_file,
     text_stats,
     list_projects,
+    # Not in the default matrix: given with agents.<stage>.tools.allow (project.edit_file).
+    edit_project_file,
 )
 TOOL_NAMES: tuple[str, ...] = tuple(t.name for t in CATALOG)
 _BY_NAME: Mapping[str, Tool] = MappingProxyType({t.name: t for t in CATALOG})

@@ -9,6 +9,8 @@ so a failing stage never damages a finished artifact.
 
 from __future__ import annotations
 
+import asyncio
+import os
 from pathlib import Path, PurePosixPath
 
 from pensieve.source_archive import SOURCES_DIR
@@ -25,6 +27,11 @@ from pensieve.workspace import (
 
 MAX_READ_CHARS = 200_000  # per call; an archived page (sources/) gets fetch.max_chars, as fetch_url does
 MAX_WRITE_CHARS = 1_000_000
+# A name the file system cannot hold is refused before it is used: no component longer
+# than NAME_MAX bytes, no path nested deeper than MAX_DEPTH or longer than MAX_PATH_BYTES.
+NAME_MAX = 255
+MAX_DEPTH = 16
+MAX_PATH_BYTES = 1024
 
 
 def staged_path(ctx: ToolContext, name: str) -> Path:
@@ -52,6 +59,13 @@ def check_relative_name(filename: str) -> PurePosixPath:
     parts = [p for p in path.parts if p != "."]
     if not parts:
         raise ToolError(f"{filename!r} is not a file name")
+    if len(parts) > MAX_DEPTH:
+        raise ToolError(f"the path is {len(parts)} levels deep; at most {MAX_DEPTH} are allowed")
+    if len(filename.encode("utf-8", "replace")) > MAX_PATH_BYTES:
+        raise ToolError(f"the path is longer than {MAX_PATH_BYTES} bytes; use a shorter name")
+    for part in parts:
+        if len(part.encode("utf-8", "replace")) > NAME_MAX:
+            raise ToolError(f"a name in the path is longer than {NAME_MAX} bytes; use a shorter name")
     clean = PurePosixPath(*parts)
     if clean.name in RESERVED or parts[0] in RESERVED or parts[0] in RESERVED_DIRS or clean.name.startswith(TMP_PREFIX):
         raise ToolError(f"{filename!r} is reserved for Pensieve and cannot be read or written by agents")
@@ -78,18 +92,25 @@ def resolve_inside(root: Path, relative: PurePosixPath) -> Path:
     return target
 
 
-def _part(name: str, text: str, offset: int, limit: int) -> tuple[str, str, str]:
+def _part(name: str, text: str, offset: int, limit: int, more_bytes: int = 0) -> tuple[str, str, str]:
     """The characters [offset, offset + limit) of text, with a header when it is not the
-    start and a footer saying how much is left and the call that reads it (truncate visibly)."""
+    start and a footer saying how much is left and the call that reads it (truncate visibly).
+    `more_bytes`: the file goes on past `text` (only its start was read)."""
     total = len(text)
-    if offset and offset >= total:
+    if offset and offset >= total and not more_bytes:
         raise ToolError(f"offset {offset:,} is past the end of {name!r} ({total:,} characters); read from offset 0")
     part = text[offset : offset + limit]
     end = offset + len(part)
-    header = f"{name}: characters {offset:,} to {end:,} of {total:,}.\n" if offset else ""
+    shown_total = f"{total:,}" if not more_bytes else f"more than {total:,}"
+    header = f"{name}: characters {offset:,} to {end:,} of {shown_total}.\n" if offset else ""
     footer = ""
     if end < total:
         footer = f"\n[... {total - end:,} more characters: read_project_file(filename={name!r}, offset={end}) reads on]"
+    elif more_bytes:
+        footer = (
+            f"\n[... the file goes on ({more_bytes:,} more bytes): "
+            f"read_project_file(filename={name!r}, offset={end}) reads on]"
+        )
     return header, part, footer
 
 
@@ -114,13 +135,39 @@ async def read_project_file(ctx: ToolContext, filename: str, offset: int = 0) ->
     if not target.is_file():
         existing = sorted(p.name for p in ctx.project.dir.glob("*.md"))
         raise ToolError(f"file {name!r} does not exist; files here: {', '.join(existing) or 'none'}")
+    limit = ctx.settings.fetch.max_chars if relative.parts[0] == SOURCES_DIR else MAX_READ_CHARS
+    # Only what can be returned is read: a character is at most 4 bytes of UTF-8, so the
+    # first (offset + limit) * 4 bytes hold it (a planted 1 GB file is not read whole).
+    wanted = (offset + limit) * 4 + 4
     try:
-        text = target.read_text(encoding="utf-8", errors="replace")
+        data, size = _read_head(target, wanted)
     except OSError as exc:
         raise ToolError(f"cannot read {name!r}: {exc.strerror}") from None
-    limit = ctx.settings.fetch.max_chars if relative.parts[0] == SOURCES_DIR else MAX_READ_CHARS
-    header, part, footer = _part(name, sanitize(text, collapse_whitespace=False), offset, limit)
+    text = data.decode("utf-8", errors="replace")
+    if len(data) < size:
+        text = text[: len(text) - 1]  # the last character may be cut in two
+    clean = await _sanitized(text)
+    header, part, footer = _part(name, clean, offset, limit, more_bytes=size - len(data))
     return f"{header}{wrap(name, part)}{footer}"
+
+
+def _read_head(path: Path, wanted: int) -> tuple[bytes, int]:
+    """The first `wanted` bytes of a regular file (never through a link), and its size."""
+    with open(path, "rb", opener=_nofollow_opener) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        return handle.read(min(size, wanted)), size
+
+
+def _nofollow_opener(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK)
+
+
+async def _sanitized(text: str) -> str:
+    """sanitize, in a thread when the text is large (it is linear, but megabytes take a
+    while, and the event loop carries the other stages' calls and deadlines)."""
+    if len(text) < 200_000:
+        return sanitize(text, collapse_whitespace=False)
+    return await asyncio.to_thread(sanitize, text, collapse_whitespace=False)
 
 
 @tool(default_limit=12)
@@ -152,3 +199,57 @@ async def write_project_file(ctx: ToolContext, filename: str, content: str) -> s
     except OSError as exc:
         raise ToolError(f"cannot write {name!r}: {exc.strerror}") from None
     return f"Wrote {name} ({len(content):,} characters)."
+
+
+@tool(default_limit=20)
+async def edit_project_file(ctx: ToolContext, filename: str, old_text: str, new_text: str) -> str:
+    """Replace one passage of a file you may write: old_text must occur exactly once.
+
+    For small fixes to a long document (a sentence, a citation, a heading) without writing
+    it all again. Give enough of the surrounding text to make old_text unique.
+
+    Args:
+        filename: Your output file (named in your instructions) or 'scratch/<name>'.
+        old_text: The exact text to replace, as it is in the file now.
+        new_text: The text to put in its place (may be empty to delete the passage).
+    """
+    relative = check_relative_name(filename)
+    name = str(relative)
+    if not old_text:
+        raise ToolError("old_text is empty; copy the exact passage to replace from the file")
+    if name == ctx.stage.writes:
+        target = staged_path(ctx, name)
+        # Before the stage has written its artifact, an edit starts from the committed one.
+        source = target if target.is_file() else ctx.project.dir / relative
+    elif relative.parts[0] == SCRATCH_DIR and len(relative.parts) > 1:
+        target = source = ctx.project.dir / relative
+    else:
+        raise ToolError(
+            f"{ctx.stage.name} may edit only {ctx.stage.writes!r} or files under 'scratch/'; {name!r} refused"
+        )
+    resolve_inside(ctx.project.dir, relative)
+    if not source.is_file():
+        raise ToolError(f"{name!r} does not exist yet; write it first with write_project_file")
+    try:
+        text = source.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise ToolError(f"cannot read {name!r}: {exc.strerror}") from None
+    found = text.count(old_text)
+    if found != 1:
+        where = "is not in" if found == 0 else f"occurs {found} times in"
+        raise ToolError(
+            f"old_text {where} {name!r} (found {found} occurrences; exactly one is needed); "
+            + (
+                "copy the passage exactly as the file has it (read_project_file shows it)"
+                if found == 0
+                else "include more of the surrounding text so that it matches only once"
+            )
+        )
+    updated = text.replace(old_text, new_text, 1)
+    if len(updated) > MAX_WRITE_CHARS:
+        raise ToolError(f"the edited file would be {len(updated):,} characters; the limit is {MAX_WRITE_CHARS:,}")
+    try:
+        atomic_write_text(target, updated)
+    except OSError as exc:
+        raise ToolError(f"cannot write {name!r}: {exc.strerror}") from None
+    return f"Edited {name}: replaced {len(old_text):,} characters with {len(new_text):,} ({len(updated):,} in all)."

@@ -16,6 +16,7 @@ from pensieve.citations.text import shorten
 from pensieve.stages import Artifact
 from pensieve.tools.registry import ToolContext, tool
 from pensieve.untrusted import sanitize
+from pensieve.workspace import read_file_nofollow
 
 PROJECT_STATES = frozenset({"pending", "running", "paused", "complete", "error"})
 FINAL_FILE = Artifact.FINAL
@@ -57,8 +58,8 @@ def opening_paragraph(text: str, limit: int = SUMMARY_CHARS) -> str:
 
 def _head(path: Path) -> str:
     try:
-        with path.open("rb") as handle:
-            return handle.read(_HEAD_BYTES).decode("utf-8", errors="replace")
+        # Not through a link: another project's final.md may have been planted as one.
+        return read_file_nofollow(path, _HEAD_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return ""
 

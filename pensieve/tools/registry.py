@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from pensieve.config import Settings
     from pensieve.events import EventSink
     from pensieve.stages import Stage
+    from pensieve.tools.mcp import McpServers
     from pensieve.tools.web import WebState
     from pensieve.workspace import Project
 
@@ -37,11 +38,18 @@ class RunResources:
     web: WebState | None = None
     # Tools the run has already told the user are unavailable (said once, not per stage).
     noted: set[str] = field(default_factory=set)
+    # The run's MCP servers: each started by the first stage that may use it.
+    mcp: McpServers | None = None
 
     async def aclose(self) -> None:
         web, self.web = self.web, None
-        if web is not None:
-            await web.aclose()
+        mcp, self.mcp = self.mcp, None
+        try:
+            if web is not None:
+                await web.aclose()
+        finally:
+            if mcp is not None:
+                await mcp.aclose()
 
 
 @dataclass
@@ -78,6 +86,13 @@ class Tool:
     default_limit: int
     # Returns None when usable, else the reason it is not offered.
     unavailable: Availability = _always
+    # `web.fetch_url`, `mcp.wiki.search` (pensieve.tool_matrix); empty: the catalog's.
+    canonical: str = ""
+    # "built-in", or "mcp:<server>" for a tool an MCP server provides.
+    origin: str = "built-in"
+    # Checks arguments instead of `arguments` (MCP tools: their server's JSON schema);
+    # raises ToolError saying what is wrong.
+    check: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     async def __call__(self, ctx: ToolContext, /, **arguments: Any) -> Any:
         """Run the function itself, as a test does: no validation, no cap, no error wrapping."""
@@ -90,6 +105,8 @@ class Tool:
         }
 
     def validate(self, arguments: Any) -> dict[str, Any]:
+        if self.check is not None:
+            return self.check(arguments)
         model = self.arguments.model_validate(arguments)
         return {name: getattr(model, name) for name in type(model).model_fields}
 
@@ -148,7 +165,10 @@ def tool(*, default_limit: int, unavailable: Availability = _always) -> Callable
             prop.pop("title", None)
         schema.setdefault("properties", {})
         schema["additionalProperties"] = False
-        return Tool(fn.__name__, fn, description, schema, model, default_limit, unavailable)
+        from pensieve.tool_matrix import CANONICAL
+
+        name = fn.__name__
+        return Tool(name, fn, description, schema, model, default_limit, unavailable, CANONICAL.get(name, name))
 
     return build
 

@@ -19,21 +19,24 @@ import httpx
 
 from pensieve import llm
 from pensieve.events import EventKind
-from pensieve.redact import scrub, scrub_key
-from pensieve.source_archive import ArchivedSource, SourceArchive, normalize_url
+from pensieve.redact import scrub
+from pensieve.source_archive import ArchivedSource, SourceArchive, SourceMeta, normalize_url
 from pensieve.tools.registry import ToolContext, ToolError, tool
 from pensieve.untrusted import cap, sanitize, wrap
+from pensieve.web.catalog import CATALOG, SEARCH_KEY_ENV
 from pensieve.web.extract import decode, extract
 from pensieve.web.fetcher import Fetcher, FetchError
-from pensieve.web.guard import GuardError, refusal
-from pensieve.web.ratelimit import SEARCH_PACER
+from pensieve.web.guard import GuardError, refusal, split_url
+from pensieve.web.page_meta import page_meta
 from pensieve.web.robots import RobotsCache, RobotsRefusal
-from pensieve.web.search_providers import PROVIDERS, SearchError, search
+from pensieve.web.search import for_kind, search_all, usable
+from pensieve.web.search_providers import SearchResult
+from pensieve.web.url_policy import KnownUrls, links_in_page, urls_in_text
+from pensieve.workspace import read_file_nofollow
 
 if TYPE_CHECKING:
     from pensieve.config import Settings
 
-SEARCH_KEY_ENV = "SEARCH_API_KEY"
 PAGE_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/plain"})
 
 SUMMARY_INSTRUCTIONS = (
@@ -53,6 +56,35 @@ class WebState:
     robots: RobotsCache
     search_client: httpx.AsyncClient
     refetched: set[str] = field(default_factory=set)  # URLs fetched anew in this run (--force)
+    known: KnownUrls = field(default_factory=KnownUrls)  # what fetch_url may fetch (fetch.url_policy)
+    # Search results of this run by URL and identifier, so a fetch can keep what they knew.
+    seen: dict[str, SearchResult] = field(default_factory=dict)
+
+    def remember(self, results: list[SearchResult]) -> None:
+        for result in results:
+            for key in result.dedup_keys():
+                self.seen.setdefault(key, result)
+
+    def known_meta(self, *urls: str, meta: SourceMeta | None = None) -> SourceMeta:
+        """What the run's searches said about the work at these URLs (or with these identifiers)."""
+        keys = ["url:" + normalize_url(u).rstrip("/") for u in urls if u]
+        if meta is not None:
+            keys += [f"doi:{meta.doi.lower()}"] if meta.doi else []
+            keys += [f"arxiv:{meta.arxiv_id}"] if meta.arxiv_id else []
+            keys += [f"pmid:{meta.pmid}"] if meta.pmid else []
+        hit = next((self.seen[k] for k in keys if k in self.seen), None)
+        if hit is None:
+            return SourceMeta()
+        return SourceMeta(
+            authors=tuple(sanitize(a)[:120] for a in hit.authors[:50]),
+            year=hit.year,
+            venue=sanitize(hit.venue)[:200],
+            doi=hit.doi,
+            publisher=sanitize(hit.publisher)[:200],
+            published=hit.published,
+            arxiv_id=hit.arxiv_id,
+            pmid=hit.pmid,
+        )
 
     @classmethod
     def open(cls, settings: Settings) -> WebState:
@@ -87,25 +119,51 @@ def web_state(ctx: ToolContext) -> WebState:
 
 
 def search_unavailable(settings: Settings, environ: Mapping[str, str]) -> str | None:
-    provider = settings.search.provider
-    if not provider:
+    configured = settings.search.configured()
+    if not configured:
         return (
-            "no search provider is configured (set search.provider to tavily, serpapi or brave, and "
-            f"{SEARCH_KEY_ENV}); research works without web search"
+            "no search provider is configured (set search.provider to tavily, serpapi, brave or searxng, "
+            f"and {SEARCH_KEY_ENV} for the first three, or list academic providers in search.providers); "
+            "research works without web search"
         )
-    if not environ.get(SEARCH_KEY_ENV):
-        return f"{SEARCH_KEY_ENV} is not set (search.provider is {provider}); research works without web search"
+    ready, _skipped = usable(settings.search, environ)
+    if not ready:
+        names = ", ".join(configured)
+        return f"{SEARCH_KEY_ENV} is not set (search providers: {names}); research works without web search"
     return None
 
 
+def _item(result: SearchResult) -> dict[str, object]:
+    """The spec's {title, url, snippet}, then the provider and what is known of the work."""
+    item: dict[str, object] = {
+        "title": sanitize(result.title)[:300],
+        "url": sanitize(result.url)[:2000] or None,
+        "snippet": cap(sanitize(result.snippet), 1000),
+        "source": result.source,
+    }
+    if result.authors:
+        shown = [sanitize(a)[:100] for a in result.authors[:10]]
+        item["authors"] = shown + (["et al."] if len(result.authors) > 10 else [])
+    if result.year:
+        item["year"] = result.year
+    if result.venue:
+        item["venue"] = sanitize(result.venue)[:200]
+    if result.doi:
+        item["doi"] = sanitize(result.doi)[:200]
+    return item
+
+
 @tool(default_limit=5, unavailable=search_unavailable)
-async def web_search(ctx: ToolContext, query: str) -> str:
-    """Search the web with a keyword query. Returns a JSON list of {title, url, snippet}.
+async def web_search(ctx: ToolContext, query: str, kind: Literal["web", "academic", "all"] = "all") -> str:
+    """Search with a keyword query. Returns a JSON list of {title, url, snippet, source}, with
+    authors, year, venue and doi where known (papers).
 
     Results are not fetched: use fetch_url to read a page. Prefer short, focused queries.
 
     Args:
         query: Keywords to search for, e.g. 'HNSW graph index recall benchmark'.
+        kind: 'web' (web pages), 'academic' (papers: arXiv, Semantic Scholar, PubMed,
+            OpenAlex, Crossref, as configured) or 'all' (default: every configured provider).
     """
     query = " ".join(query.split())
     if not query:
@@ -113,43 +171,40 @@ async def web_search(ctx: ToolContext, query: str) -> str:
     if len(query) > 400:
         raise ToolError(f"query is {len(query)} characters; keep it under 400")
     settings = ctx.settings.search
-    key = ctx.environ.get(SEARCH_KEY_ENV, "")
-    provider = PROVIDERS[settings.provider]
-    state = web_state(ctx)
-    await SEARCH_PACER.wait_turn(settings.min_interval_s)
-    started = time.monotonic()
-    try:
-        results = await search(
-            state.search_client,
-            provider,
-            query=query,
-            key=key,
-            max_results=settings.max_results_per_query,
-            base_url=settings.endpoint,
-            timeout_s=settings.timeout_s,
+    ready, skipped = usable(settings, ctx.environ)
+    names = for_kind(ready, kind)
+    if not names:
+        kinds = sorted({CATALOG[n].kind for n in ready})
+        raise ToolError(
+            f"no {kind} search provider is configured (search.providers); use kind "
+            + " or ".join(repr(k) for k in [*kinds, "all"])
         )
-    except SearchError as exc:
-        message = scrub_key(str(exc), key)
-        ctx.events.emit(EventKind.WEB_SEARCH, ctx.stage.name, provider=provider.name, error=message)
-        raise ToolError(message) from None
+    state = web_state(ctx)
+    started = time.monotonic()
+    outcome = await search_all(state.search_client, settings, ctx.environ, names, query)
     ctx.events.emit(
         EventKind.WEB_SEARCH,
         ctx.stage.name,
-        provider=provider.name,
-        results=len(results),
+        provider=", ".join(names),
+        search_kind=kind,
+        results=len(outcome.results),
+        per_provider=outcome.counts,
+        **({"error": "; ".join(f"{n}: {e}" for n, e in outcome.errors.items())} if outcome.errors else {}),
         duration_s=round(time.monotonic() - started, 3),
     )
-    items = [
-        {
-            "title": sanitize(r.title)[:300],
-            "url": sanitize(r.url)[:2000],
-            "snippet": cap(sanitize(r.snippet), 1000),
-        }
-        for r in results
-    ]
-    if not items:
-        return f"No results for {query!r}; try other keywords."
-    return wrap(f"web_search {provider.name}: {query}", json.dumps(items, ensure_ascii=False, indent=1))
+    if outcome.errors and not outcome.counts:
+        raise ToolError("; ".join(outcome.errors.values()))
+    state.remember(outcome.results)
+    state.known.add_trusted([u for r in outcome.results for u in (r.url, r.landing) if u])
+    label = ", ".join(names)
+    notes = "".join(f"\nNot answered: {name}: {sanitize(error)[:300]}" for name, error in outcome.errors.items())
+    notes += "".join(
+        f"\nNot used: {name} ({why})" for name, why in skipped.items() if name in for_kind(list(skipped), kind)
+    )
+    if not outcome.results:
+        return f"No results for {query!r}; try other keywords.{notes}"
+    items = [_item(r) for r in outcome.results]
+    return wrap(f"web_search {label}: {query}", json.dumps(items, ensure_ascii=False, indent=1)) + notes
 
 
 # -- fetch_url ----------------------------------------------------------------------------------
@@ -194,15 +249,21 @@ async def _fetch_and_archive(ctx: ToolContext, url: str, need_raw: bool) -> _Pag
         raise _failed(ctx, url, f"{response.final_url} answered HTTP {response.status}")
     state.refetched.add(key)
 
-    # Extraction is CPU work (lxml); a thread keeps the other stages' calls moving.
-    extracted = await asyncio.to_thread(
-        extract, response.body, response.media_type, response.charset, response.final_url
-    )
-    title = sanitize(extracted.title)[:300]
-    text = sanitize(extracted.text)
+    # Extraction and sanitising are CPU work (lxml, regexes over megabytes): a thread keeps
+    # the event loop (the other stages' calls, the deadlines) moving.
+    try:
+        title, text = await asyncio.to_thread(
+            _extract_clean, response.body, response.media_type, response.charset, response.final_url
+        )
+    except (ValueError, TypeError, LookupError, RecursionError, MemoryError) as exc:
+        # The page's own markup or encoding defeated the extractor: the page's problem.
+        raise _failed(ctx, url, f"its content could not be read ({type(exc).__name__})") from None
     cut_note = ""
     if response.truncated:
         cut_note = f"[page larger than {fetch.max_bytes:,} bytes (fetch.max_bytes): only the start was read]"
+    # The page's own tags first (the publisher's record), the search result for the gaps.
+    declared = await asyncio.to_thread(page_meta, response.body, response.media_type, response.charset)
+    meta = declared.filled_from(state.known_meta(url, response.final_url, meta=declared))
     source, is_new = archive.add(
         url=url,
         final_url=response.final_url,
@@ -210,6 +271,7 @@ async def _fetch_and_archive(ctx: ToolContext, url: str, need_raw: bool) -> _Pag
         content_type=response.media_type,
         body=response.body,
         text=text,
+        meta=meta,
     )
     ctx.events.emit(
         EventKind.FETCH,
@@ -224,14 +286,71 @@ async def _fetch_and_archive(ctx: ToolContext, url: str, need_raw: bool) -> _Pag
         from_archive=False,
         duration_s=round(time.monotonic() - started, 3),
     )
+    if response.media_type != "text/plain":
+        state.known.add_links(links_in_page(response.body, response.final_url))
     raw = decode(response.body, response.charset) if need_raw else ""
     return _Page(source, title, text, raw, cut_note, False)
 
 
+def _extract_clean(body: bytes, media_type: str, charset: str | None, url: str) -> tuple[str, str]:
+    extracted = extract(body, media_type, charset, url)
+    return sanitize(extracted.title)[:300], sanitize(extracted.text)
+
+
+def known_urls(ctx: ToolContext) -> KnownUrls:
+    """The run's known URLs; the brief, the topic files and the archive are read once."""
+    known = web_state(ctx).known
+    if not known.loaded:
+        known.loaded = True
+        project = ctx.project
+        known.add_trusted(urls_in_text(project.read_brief()))
+        known.add_trusted(urls_in_text(_topic_texts(ctx)))
+        archive = SourceArchive(project.dir)
+        for source in archive.entries():
+            known.add_trusted([source.url, source.final_url, *source.also])
+            raw = archive.raw(source)
+            if raw is not None and not source.raw_file.endswith(".txt"):
+                known.add_links(links_in_page(raw, source.final_url))
+    return known
+
+
+def _topic_texts(ctx: ToolContext, max_bytes: int = 2_000_000) -> str:
+    """The workspace's topic files as one text (links are never followed; bounded)."""
+    from pensieve.topics.library import topic_files
+
+    parts: list[str] = []
+    total = 0
+    for path in topic_files(ctx.project.workspace):
+        try:
+            data = read_file_nofollow(path, max_bytes - total)
+        except OSError:
+            continue
+        parts.append(data.decode("utf-8", errors="replace"))
+        total += len(data)
+        if total >= max_bytes:
+            break
+    return "\n".join(parts)
+
+
 def _failed(ctx: ToolContext, url: str, reason: str) -> ToolError:
-    message = f"could not fetch {url}: {reason}"
+    shown = url if len(url) <= 300 else f"{url[:300]}..."
+    message = f"could not fetch {shown}: {reason}"
     ctx.events.emit(EventKind.FETCH, ctx.stage.name, url=url, error=reason)
     return ToolError(message)
+
+
+def _work_line(source: ArchivedSource) -> str:
+    """What is known of the page as a work (authors, year, venue, identifiers), one line."""
+    if not source.meta:
+        return ""
+    from pensieve.citations.references import reference_label
+
+    parts = [reference_label(source)]
+    parts += [source.venue] if source.venue else []
+    parts += [f"doi {source.doi}"] if source.doi else []
+    parts += [f"arXiv {source.arxiv_id}"] if source.arxiv_id else []
+    parts += [f"PMID {source.pmid}"] if source.pmid else []
+    return "Work: " + "; ".join(parts) + "\n"
 
 
 @tool(default_limit=10)
@@ -248,6 +367,15 @@ async def fetch_url(ctx: ToolContext, url: str, mode: Literal["text", "raw", "su
     url = url.strip()
     if not url:
         raise ToolError("url is empty")
+    try:
+        split_url(url)  # a URL that cannot even be parsed is refused before anything uses it
+    except GuardError as exc:
+        raise _failed(ctx, url, str(exc)) from None
+    if ctx.settings.fetch.url_policy == "known":
+        refusal = known_urls(ctx).refusal(url)
+        if refusal:
+            ctx.events.emit(EventKind.FETCH, ctx.stage.name, url=url, error="refused by fetch.url_policy")
+            raise ToolError(refusal)
     page = await _fetch_and_archive(ctx, url, need_raw=mode == "raw")
     max_chars = ctx.settings.fetch.max_chars
     source = page.source
@@ -258,12 +386,14 @@ async def fetch_url(ctx: ToolContext, url: str, mode: Literal["text", "raw", "su
     notes = f"\n{page.cut_note}" if page.cut_note else ""
 
     if mode == "raw":
-        body = cap(sanitize(page.raw, collapse_whitespace=False), max_chars)
+        # Up to fetch.max_bytes of markup: sanitised off the event loop.
+        clean = await asyncio.to_thread(sanitize, page.raw, collapse_whitespace=False)
+        body = cap(clean, max_chars)
         return f"{header}\n{wrap(source.final_url, body + notes)}"
     if not page.text.strip():
         return f"{header}\nThe page has no readable text{' (' + page.cut_note + ')' if page.cut_note else ''}."
     text = cap(page.text, max_chars)
-    content = f"Title: {page.title or '(none)'}\n\n{text}{notes}"
+    content = f"Title: {page.title or '(none)'}\n{_work_line(source)}\n{text}{notes}"
     if mode == "text":
         return f"{header}\n{wrap(source.final_url, content)}"
 

@@ -26,13 +26,14 @@ from pensieve.hashing import sha256_of_bytes
 from pensieve.topics.chunking import CHUNKER_VERSION, chunk_topic
 from pensieve.topics.embedder import DIMENSION, MODEL_NAME, WEIGHTS_SHA256, Embedder
 from pensieve.topics.library import (
+    MAX_TOPIC_BYTES,
     TopicFormatError,
     problem_line,
     read_topic_bytes,
     slug_of,
     topic_files,
 )
-from pensieve.workspace import Workspace, atomic_write_bytes, exclusive_lock
+from pensieve.workspace import Workspace, atomic_write_bytes, exclusive_lock, read_file_nofollow
 
 INDEX_DIR = ".index"
 INDEX_FILE = "topics.npz"
@@ -259,7 +260,7 @@ def update_index(workspace: Workspace, embedder: Callable[[], Embedder]) -> Upda
         for file in topic_files(workspace):
             slug = slug_of(file)
             try:
-                st = file.stat()
+                st = file.lstat()  # a planted link is not followed (its read below is refused)
             except FileNotFoundError:
                 continue  # deleted while we scanned
             seen.add(slug)
@@ -276,9 +277,10 @@ def update_index(workspace: Workspace, embedder: Callable[[], Embedder]) -> Upda
                 _note_kept(workspace, file, prev, report)
                 continue
             try:
-                data = file.read_bytes()
+                data = read_file_nofollow(file, MAX_TOPIC_BYTES + 1)
             except OSError as exc:
-                report.problems.append(problem_line(workspace, file, f"cannot read ({exc.strerror})"))
+                reason = "is a symbolic link (not followed)" if file.is_symlink() else f"cannot read ({exc.strerror})"
+                report.problems.append(problem_line(workspace, file, reason))
                 dirty = True
                 continue
             digest = sha256_of_bytes(data)

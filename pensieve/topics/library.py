@@ -17,7 +17,7 @@ from typing import Any
 from pensieve.errors import UsageError
 from pensieve.front_matter import FrontMatterError, parse_front_matter, render_front_matter
 from pensieve.hashing import sha256_of_bytes
-from pensieve.workspace import TMP_PREFIX, Workspace, atomic_write_text, check_name, slugify
+from pensieve.workspace import TMP_PREFIX, Workspace, atomic_write_text, check_name, read_file_nofollow, slugify
 
 TOPIC_SUFFIX = ".md"
 # A topic file is notes, not a book; anything bigger is almost surely a mistake and would
@@ -112,7 +112,9 @@ def topic_files(workspace: Workspace) -> list[Path]:
     return sorted(
         path
         for path in root.iterdir()
-        if path.name.endswith(TOPIC_SUFFIX) and not path.name.startswith((".", TMP_PREFIX)) and path.is_file()
+        if path.name.endswith(TOPIC_SUFFIX)
+        and not path.name.startswith((".", TMP_PREFIX))
+        and (path.is_file() or path.is_symlink())  # a link is listed, to be reported and skipped
     )
 
 
@@ -128,7 +130,7 @@ def read_topic_bytes(path: Path, data: bytes) -> Topic:
     except UsageError:
         raise TopicFormatError("file name is not a valid slug (letters, digits, '.', '_', '-')") from None
     if len(data) > MAX_TOPIC_BYTES:
-        raise TopicFormatError(f"file is {len(data):,} bytes; the limit is {MAX_TOPIC_BYTES:,}")
+        raise TopicFormatError(f"file is larger than the limit of {MAX_TOPIC_BYTES:,} bytes")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -145,11 +147,13 @@ def load_library(workspace: Workspace) -> Library:
     problems: list[str] = []
     for path in topic_files(workspace):
         try:
-            topics.append(read_topic_bytes(path, path.read_bytes()))
+            # Never through a link, and never more than the size limit (plus one byte to see it).
+            topics.append(read_topic_bytes(path, read_file_nofollow(path, MAX_TOPIC_BYTES + 1)))
         except TopicFormatError as exc:
             problems.append(problem_line(workspace, path, str(exc)))
         except OSError as exc:
-            problems.append(problem_line(workspace, path, f"cannot read ({exc.strerror})"))
+            reason = "is a symbolic link (not followed)" if path.is_symlink() else f"cannot read ({exc.strerror})"
+            problems.append(problem_line(workspace, path, reason))
     return Library(topics, problems)
 
 

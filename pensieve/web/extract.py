@@ -23,16 +23,26 @@ class Extracted:
 
 
 def decode(body: bytes, charset: str | None) -> str:
-    """Decode with the declared charset, else a <meta charset>, else UTF-8 (lossy)."""
+    """Decode with the declared charset, else a <meta charset>, else UTF-8 (lossy).
+
+    Only text encodings count: a page may declare `base64`, `uu` or `zlib`, codecs Python
+    knows but that turn bytes into bytes (they are skipped like an unknown name)."""
     for candidate in (charset, _meta_charset(body), "utf-8"):
-        if not candidate:
+        if not candidate or not _is_text_encoding(candidate):
             continue
         try:
-            codecs.lookup(candidate)
-        except LookupError:
-            continue
-        return body.decode(candidate, errors="replace")
+            return body.decode(candidate, errors="replace")
+        except (LookupError, ValueError, TypeError):
+            continue  # a codec that still fails on these bytes: try the next
     return body.decode("utf-8", errors="replace")
+
+
+def _is_text_encoding(name: str) -> bool:
+    try:
+        info = codecs.lookup(name)
+    except (LookupError, ValueError, TypeError):
+        return False
+    return getattr(info, "_is_text_encoding", True) is not False
 
 
 def _meta_charset(body: bytes) -> str | None:

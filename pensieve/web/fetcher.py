@@ -9,6 +9,7 @@ proxy would make the checked address meaningless.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import ssl
 from collections.abc import Awaitable, Callable
@@ -19,6 +20,7 @@ import certifi
 import httpx
 
 from pensieve import __version__
+from pensieve.web.decoding import BoundedDecoder, DecodingError, accepted_encodings
 from pensieve.web.guard import AddressPolicy, GuardError, Target, resolve, split_url
 
 USER_AGENT = f"Pensieve/{__version__} (research agent; respects robots.txt)"
@@ -90,7 +92,11 @@ class Fetcher:
             # it for another host name would send that host's request over the wrong TLS
             # session. Fetches are few, so the cost is small.
             limits=httpx.Limits(max_keepalive_connections=0),
-            headers={"User-Agent": USER_AGENT, "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.1"},
+            headers={
+                "User-Agent": USER_AGENT,
+                "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.1",
+                "Accept-Encoding": accepted_encodings(),
+            },
         )
 
     async def aclose(self) -> None:
@@ -148,15 +154,27 @@ class Fetcher:
 
 
 async def _read_capped(response: httpx.Response, max_bytes: int) -> tuple[bytes, bool]:
-    """Read at most max_bytes (after content decoding, so a compressed bomb is cut too)."""
+    """Read at most max_bytes of decoded body. The content encodings are undone here, not by
+    httpx, with every layer bounded (pensieve.web.decoding): a compressed bomb, stacked or
+    not, is cut at max_bytes, and the loop is yielded to between steps so the fetch
+    deadline holds while decoding. At most max_bytes of raw bytes are read too."""
+    try:
+        decoder = BoundedDecoder(response.headers.get_list("content-encoding", split_commas=True), max_bytes)
+    except DecodingError as exc:
+        raise FetchError(str(exc)) from None
     chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        if size + len(chunk) > max_bytes:
-            chunks.append(chunk[: max_bytes - size])
+    raw_size = 0
+    async for raw in response.aiter_raw():
+        raw_size += len(raw)
+        try:
+            for piece in decoder.feed(raw):
+                chunks.append(piece)
+                await asyncio.sleep(0)
+        except DecodingError as exc:
+            raise FetchError(str(exc)) from None
+        if decoder.truncated or raw_size > max_bytes:
             return b"".join(chunks), True
-        chunks.append(chunk)
-        size += len(chunk)
+        await asyncio.sleep(0)
     return b"".join(chunks), False
 
 

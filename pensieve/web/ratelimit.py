@@ -18,6 +18,7 @@ class Pacer:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._next = 0.0  # monotonic time of the next free slot
+        self._blocked_until = 0.0  # a provider's Retry-After, in monotonic time
 
     def try_grant(self, interval_s: float) -> float:
         """Take the turn if it is free (returns 0), else return how long until it may be."""
@@ -28,10 +29,28 @@ class Pacer:
                 return 0.0
             return self._next - now
 
+    def defer(self, seconds: float) -> None:
+        """No grant before `seconds` from now (a provider's Retry-After)."""
+        with self._lock:
+            until = time.monotonic() + seconds
+            self._next = max(self._next, until)
+            self._blocked_until = max(self._blocked_until, until)
+
+    def blocked_for(self) -> float:
+        """Seconds left of the last Retry-After (0 when none is pending)."""
+        with self._lock:
+            return max(0.0, self._blocked_until - time.monotonic())
+
     async def wait_turn(self, interval_s: float) -> None:
         while (delay := self.try_grant(interval_s)) > 0:
             await asyncio.sleep(delay)
 
 
 # One pacer per provider API for the whole process: the limit is the provider's, not a run's.
-SEARCH_PACER = Pacer()
+_PACERS: dict[str, Pacer] = {}
+_PACERS_LOCK = threading.Lock()
+
+
+def pacer_for(provider: str) -> Pacer:
+    with _PACERS_LOCK:
+        return _PACERS.setdefault(provider, Pacer())

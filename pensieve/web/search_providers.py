@@ -1,76 +1,205 @@
-"""The three search APIs, each with its own wire format, normalised to {title, url, snippet}.
+"""The search APIs, each with its own wire format, normalised to one `SearchResult`.
 
+Keyed web search (SEARCH_API_KEY):
 Tavily:  POST {base}/search, JSON body, `Authorization: Bearer <key>`, results in `results`.
 SerpAPI: GET {base}/search.json?engine=google&q=...&api_key=<key>, results in `organic_results`.
 Brave:   GET {base}/res/v1/web/search?q=...&count=n, `X-Subscription-Token: <key>`,
          results in `web.results`.
+SearXNG and the academic APIs (arXiv, Semantic Scholar, PubMed, OpenAlex, Crossref) are
+in `scholarly.py`; all of them go through `Call`, which paces, sends and maps HTTP errors.
 
-SerpAPI carries the key in the query string, so no URL of a search request is ever put
-in an error message or a log; errors are built from the status and the response body,
-and the key is replaced in anything that leaves this module.
+SerpAPI and E-utilities carry keys in the query string, so no URL of a search request is
+ever put in an error message or a log; errors are built from the status and the response
+body, and every key is replaced in anything that leaves this module.
 """
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
 
 from pensieve.redact import scrub_key
+from pensieve.source_archive import normalize_url
+from pensieve.web.identifiers import canonical_url
+from pensieve.web.ratelimit import Pacer
 
 _TAGS = re.compile(r"<[^>]+>")
+_TITLE_KEY_MIN = 30  # shorter titles ("Introduction") are too common to identify a work
 
 
 class SearchError(Exception):
-    """A failed search, worded for the agent, never containing the key."""
+    """A failed search, worded for the agent, never containing a key."""
 
 
 @dataclass(frozen=True)
-class WebSearchResult:
+class SearchResult:
+    """One result: the spec's {title, url, snippet}, the provider, and what is known of the work."""
+
     title: str
-    url: str
+    url: str  # "" for an academic record without a link or identifier: no URL is invented
     snippet: str
+    source: str = ""  # the provider(s) that returned it, e.g. "arxiv" or "arxiv, openalex"
+    authors: tuple[str, ...] = ()
+    year: int | None = None
+    venue: str = ""
+    doi: str = ""
+    arxiv_id: str = ""
+    pmid: str = ""
+    publisher: str = ""
+    published: str = ""
+    landing: str = ""  # the publisher's page for the work, when `url` is an identifier URL
+
+    def dedup_keys(self) -> list[str]:
+        """What identifies the work for de-duplication: DOI, arXiv id, PMID, URLs, and a
+        long title (providers without a shared identifier still name the paper alike)."""
+        keys = [f"doi:{self.doi.lower()}"] if self.doi else []
+        keys += [f"arxiv:{self.arxiv_id}"] if self.arxiv_id else []
+        keys += [f"pmid:{self.pmid}"] if self.pmid else []
+        keys += ["url:" + normalize_url(u).rstrip("/") for u in (self.url, self.landing) if u]
+        title = re.sub(r"[^\w]+", " ", self.title.casefold()).strip()
+        if len(title) >= _TITLE_KEY_MIN:
+            keys.append(f"title:{title}")
+        return keys
+
+    def merged(self, other: SearchResult) -> SearchResult:
+        """This result with the gaps filled from another record of the same work."""
+        sources = [s for s in (*self.source.split(", "), *other.source.split(", ")) if s]
+        filled: dict[str, Any] = {"source": ", ".join(dict.fromkeys(sources))}
+        for name in ("title", "snippet", "authors", "year", "venue", "doi", "arxiv_id", "pmid", "publisher", "landing"):
+            if not getattr(self, name) and getattr(other, name):
+                filled[name] = getattr(other, name)
+        if not self.published and other.published:
+            filled["published"] = other.published
+        result = replace(self, **filled)
+        if not self.url:
+            result = replace(result, url=other.url or result.identifier_url())
+        return result
+
+    def identifier_url(self) -> str:
+        return canonical_url(self.doi, self.arxiv_id, self.pmid)
 
 
-@dataclass(frozen=True)
-class Provider:
+# Spelled as before for the callers that knew only web results.
+WebSearchResult = SearchResult
+
+
+@dataclass
+class Call:
+    """One provider's request machinery for one query: pacing, timeouts, error mapping."""
+
+    client: httpx.AsyncClient
     name: str
-    base_url: str
-    build: Callable[[str, str, str, int], httpx.Request]  # (base, query, key, n) -> request
-    parse: Callable[[Any], list[dict[str, Any]]]  # JSON body -> raw result items
-    fields: tuple[str, str, str]  # keys of title, url, snippet in a raw item
+    base: str
+    timeout_s: float
+    pacer: Pacer
+    interval_s: float
+    max_retry_wait_s: float
+    key: str = ""
+    key_env: str | None = None
+    secrets: tuple[str, ...] = ()
+
+    def scrub(self, text: str) -> str:
+        for secret in (self.key, *self.secrets):
+            text = scrub_key(text, secret)
+        return text
+
+    async def send(self, request: httpx.Request) -> httpx.Response:
+        """Send once the provider's pacer allows; one retry after a short Retry-After."""
+        request.extensions["timeout"] = httpx.Timeout(self.timeout_s).as_dict()
+        for attempt in (1, 2):
+            blocked = self.pacer.blocked_for()
+            if blocked > self.max_retry_wait_s:
+                # A provider that said "retry after 2 minutes" is not waited for: the agent
+                # hears so at once and can search another kind or write with what it has.
+                raise SearchError(
+                    f"{self.name} is rate-limiting requests (HTTP 429, retry after {blocked:.0f}s); "
+                    "search less often or try again later"
+                )
+            await self.pacer.wait_turn(self.interval_s)
+            try:
+                response = await self.client.send(request)
+            except httpx.TimeoutException:
+                raise SearchError(f"{self.name} did not answer within {self.timeout_s:g}s (search.timeout_s)") from None
+            except httpx.HTTPError as exc:
+                raise SearchError(self.scrub(f"cannot reach {self.name} ({type(exc).__name__}: {exc})")) from None
+            if response.status_code != 429:
+                return response
+            wait = retry_after(response.headers.get("retry-after"))
+            if wait is not None:
+                self.pacer.defer(wait)  # every caller of this provider waits, not only this one
+            if attempt == 1 and wait is not None and wait <= self.max_retry_wait_s:
+                continue
+            after = f", retry after {wait:g}s" if wait is not None else ""
+            raise SearchError(
+                f"{self.name} is rate-limiting requests (HTTP 429{after}); search less often or try again later"
+            )
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def json(self, request: httpx.Request) -> Any:
+        response = await self.send(request)
+        self.raise_for_status(response)
+        try:
+            return response.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise SearchError(f"{self.name} returned a response that is not valid JSON") from None
+
+    def raise_for_status(self, response: httpx.Response) -> None:
+        status = response.status_code
+        if status in (401, 403) and self.key_env:
+            raise SearchError(f"{self.name} refused the API key (HTTP {status}); check {self.key_env}")
+        if status >= 400:
+            detail = error_detail(response)
+            raise SearchError(self.scrub(f"{self.name} answered HTTP {status}" + (f": {detail}" if detail else "")))
 
 
-def _tavily_request(base: str, query: str, key: str, n: int) -> httpx.Request:
-    return httpx.Request(
-        "POST",
-        f"{base}/search",
-        json={"query": query, "max_results": n, "search_depth": "basic"},
-        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-    )
+def retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or an HTTP date); None if absent or odd."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
-def _serpapi_request(base: str, query: str, key: str, n: int) -> httpx.Request:
-    return httpx.Request(
-        "GET", f"{base}/search.json", params={"engine": "google", "q": query, "num": str(n), "api_key": key}
-    )
+def error_detail(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return plain(response.text[:200])
+    if isinstance(data, dict):
+        for key in ("error", "detail", "message"):
+            value = data.get(key)
+            if isinstance(value, list) and value:  # Crossref: a list of {type, value, message}
+                value = value[0]
+            if isinstance(value, dict):
+                value = value.get("detail") or value.get("message") or value.get("code")
+            if value:
+                return plain(str(value))[:200]
+    return ""
 
 
-def _brave_request(base: str, query: str, key: str, n: int) -> httpx.Request:
-    return httpx.Request(
-        "GET",
-        f"{base}/res/v1/web/search",
-        params={"q": query, "count": str(min(n, 20))},
-        headers={"X-Subscription-Token": key, "Accept": "application/json"},
-    )
+def plain(value: Any) -> str:
+    """Text without markup: Brave marks matches with <strong>, Crossref abstracts are JATS."""
+    return " ".join(html.unescape(_TAGS.sub(" ", str(value or ""))).split())
 
 
-def _items(value: Any, where: str) -> list[dict[str, Any]]:
+def items(value: Any, where: str, name: str) -> list[dict[str, Any]]:
     if value is None:
         return []  # a query with no results omits the list
     if not isinstance(value, list):
@@ -78,105 +207,86 @@ def _items(value: Any, where: str) -> list[dict[str, Any]]:
     return [item for item in value if isinstance(item, dict)]
 
 
-def _tavily_parse(data: Any) -> list[dict[str, Any]]:
-    return _items(data.get("results"), "results")
+# -- the keyed web APIs ----------------------------------------------------------------------
 
 
-def _serpapi_parse(data: Any) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Provider:
+    name: str
+    base_url: str
+    run: Callable[[Call, str, int, str], Awaitable[list[SearchResult]]]  # (call, query, n, contact)
+
+
+def _web_results(call: Call, found: Any, fields: tuple[str, str, str], n: int) -> list[SearchResult]:
+    title_key, url_key, snippet_key = fields
+    results: list[SearchResult] = []
+    for item in found:
+        url = str(item.get(url_key) or "").strip()
+        if not url:
+            continue
+        results.append(SearchResult(plain(item.get(title_key)), url, plain(item.get(snippet_key)), call.name))
+        if len(results) >= n:
+            break
+    return results
+
+
+async def _object(call: Call, request: httpx.Request) -> dict[str, Any]:
+    data = await call.json(request)
+    if not isinstance(data, dict):
+        raise SearchError(f"{call.name} returned JSON that is not an object")
+    return data
+
+
+async def _tavily(call: Call, query: str, n: int, _contact: str) -> list[SearchResult]:
+    request = httpx.Request(
+        "POST",
+        f"{call.base}/search",
+        json={"query": query, "max_results": n, "search_depth": "basic"},
+        headers={"Authorization": f"Bearer {call.key}", "Content-Type": "application/json"},
+    )
+    data = await _object(call, request)
+    return _web_results(call, items(data.get("results"), "results", call.name), ("title", "url", "content"), n)
+
+
+async def _serpapi(call: Call, query: str, n: int, _contact: str) -> list[SearchResult]:
+    params = {"engine": "google", "q": query, "num": str(n), "api_key": call.key}
+    data = await _object(call, httpx.Request("GET", f"{call.base}/search.json", params=params))
     if data.get("error") and not data.get("organic_results"):
         message = str(data["error"])
         # "Google hasn't returned any results for this query." is an empty result, not a failure.
         if "hasn't returned any results" in message:
             return []
-        raise SearchError(f"serpapi: {message}")
-    return _items(data.get("organic_results"), "organic_results")
+        raise SearchError(call.scrub(f"serpapi: {message}"))
+    found = items(data.get("organic_results"), "organic_results", call.name)
+    return _web_results(call, found, ("title", "link", "snippet"), n)
 
 
-def _brave_parse(data: Any) -> list[dict[str, Any]]:
+async def _brave(call: Call, query: str, n: int, _contact: str) -> list[SearchResult]:
+    request = httpx.Request(
+        "GET",
+        f"{call.base}/res/v1/web/search",
+        params={"q": query, "count": str(min(n, 20))},
+        headers={"X-Subscription-Token": call.key, "Accept": "application/json"},
+    )
+    data = await _object(call, request)
     web = data.get("web")
     if web is None:
         return []
     if not isinstance(web, dict):
         raise SearchError("unexpected response from the search provider: web is not an object")
-    return _items(web.get("results"), "web.results")
+    found = items(web.get("results"), "web.results", call.name)
+    return _web_results(call, found, ("title", "url", "description"), n)
 
 
 PROVIDERS: dict[str, Provider] = {
-    "tavily": Provider("tavily", "https://api.tavily.com", _tavily_request, _tavily_parse, ("title", "url", "content")),
-    "serpapi": Provider(
-        "serpapi", "https://serpapi.com", _serpapi_request, _serpapi_parse, ("title", "link", "snippet")
-    ),
-    "brave": Provider(
-        "brave", "https://api.search.brave.com", _brave_request, _brave_parse, ("title", "url", "description")
-    ),
+    "tavily": Provider("tavily", "https://api.tavily.com", _tavily),
+    "serpapi": Provider("serpapi", "https://serpapi.com", _serpapi),
+    "brave": Provider("brave", "https://api.search.brave.com", _brave),
 }
 
 
-def _plain(value: Any) -> str:
-    # Brave marks matches with <strong>; snippets may carry entities.
-    return html.unescape(_TAGS.sub("", str(value or ""))).strip()
-
-
-def _error_detail(response: httpx.Response) -> str:
-    try:
-        data = response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return response.text[:200].strip()
-    if isinstance(data, dict):
-        for key in ("error", "detail", "message"):
-            value = data.get(key)
-            if isinstance(value, dict):
-                value = value.get("detail") or value.get("message") or value.get("code")
-            if value:
-                return str(value)[:200]
-    return ""
-
-
-async def search(
-    client: httpx.AsyncClient,
-    provider: Provider,
-    *,
-    query: str,
-    key: str,
-    max_results: int,
-    base_url: str | None,
-    timeout_s: float,
-) -> list[WebSearchResult]:
-    base = (base_url or provider.base_url).rstrip("/")
-    request = provider.build(base, query, key, max_results)
-    request.extensions["timeout"] = httpx.Timeout(timeout_s).as_dict()
-    name = provider.name
-    try:
-        response = await client.send(request)
-    except httpx.TimeoutException:
-        raise SearchError(f"{name} did not answer within {timeout_s:g}s (search.timeout_s)") from None
-    except httpx.HTTPError as exc:
-        raise SearchError(scrub_key(f"cannot reach {name} ({type(exc).__name__}: {exc})", key)) from None
-    status = response.status_code
-    if status == 429:
-        raise SearchError(f"{name} is rate-limiting requests (HTTP 429); search less often or try again later")
-    if status in (401, 403):
-        raise SearchError(f"{name} refused the API key (HTTP {status}); check SEARCH_API_KEY")
-    if status >= 400:
-        detail = _error_detail(response)
-        raise SearchError(scrub_key(f"{name} answered HTTP {status}" + (f": {detail}" if detail else ""), key))
-    try:
-        data = response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise SearchError(f"{name} returned a response that is not valid JSON") from None
-    if not isinstance(data, dict):
-        raise SearchError(f"{name} returned JSON that is not an object")
-    try:
-        items = provider.parse(data)
-    except SearchError as exc:
-        raise SearchError(scrub_key(str(exc), key)) from None
-    title_key, url_key, snippet_key = provider.fields
-    results: list[WebSearchResult] = []
-    for item in items:
-        url = str(item.get(url_key) or "").strip()
-        if not url:
-            continue
-        results.append(WebSearchResult(_plain(item.get(title_key)), url, _plain(item.get(snippet_key))))
-        if len(results) >= max_results:
-            break
-    return results
+async def gather_settled(
+    calls: list[Awaitable[list[SearchResult]]],
+) -> list[list[SearchResult] | BaseException]:
+    """Every provider's answer or its failure; one failing never cancels the others."""
+    return list(await asyncio.gather(*calls, return_exceptions=True))
