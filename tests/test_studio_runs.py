@@ -3,6 +3,7 @@ refused, stopped and resumed through the API, and the `pensieve studio` command 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -229,3 +230,52 @@ def test_a_run_started_in_a_terminal_is_seen_and_stoppable(home: Home) -> None:
         assert view["running_pid"] == os.getpid()
         assert view["state"] == "paused"  # status.json says paused; the lock says a process holds it
         assert _post(base, "/api/projects/p1/run").status_code == 409
+
+
+@pytest.mark.slow
+def test_closing_the_studio_leaves_its_runs_running(home: Home) -> None:
+    from pensieve.project_list import lock_holder
+    from pensieve.workspace import open_workspace
+
+    token = "close-token-5b1e"
+    home.model.delay_s["researcher"] = 120.0
+    env = child_env(home.path, {"PENSIEVE_STUDIO_TOKEN": token})
+    studio = subprocess.Popen(
+        [sys.executable, "-m", "pensieve", "studio", "--port", "0"],
+        env=env,
+        cwd=home.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    run_pid = None
+    try:
+        assert studio.stdout is not None
+        base = studio.stdout.readline().strip().split("/?")[0]
+        headers = {"Authorization": f"Bearer {token}"}
+        assert (
+            httpx.post(base + "/api/projects", json={"brief": "Raft", "id": "raft"}, headers=headers).status_code == 201
+        )
+        started = httpx.post(base + "/api/projects/raft/run", json={}, headers=headers, timeout=60)
+        assert started.status_code == 202, started.text
+        run_pid = started.json()["pid"]
+        studio.send_signal(signal.SIGINT)
+        studio.communicate(timeout=20)
+        assert studio.returncode == 0
+        project = open_workspace(home.path, "default").project("raft")
+        assert lock_holder(project) == run_pid  # the run carries on without the studio
+        wait_for(lambda: any(r.stage == "researcher" for r in home.model.requests), 60, "the run to go on")
+    finally:
+        if studio.poll() is None:
+            studio.kill()
+        if run_pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(run_pid, signal.SIGINT)
+            wait_for(lambda: not Path(f"/proc/{run_pid}").exists() or _zombie(run_pid), 30, "the run to stop")
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    except OSError:
+        return True
