@@ -4,7 +4,9 @@ artifacts, sources, topics and briefs executes nothing. Screenshots at 390 and 1
 
 from __future__ import annotations
 
+import asyncio
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Home
+from tests.fakes.web_site import FakeSite
 from tests.studio_support import HOSTILE, TOKEN, make_project, real_server
 
 CHROMIUM = "/usr/lib/chromium/chromium"
@@ -140,9 +143,36 @@ def test_create_run_watch_read_edit_rerun_stop_and_resume(home: Home, browser: A
     assert VIOLATIONS == [], VIOLATIONS
 
 
-def test_read_reveals_a_passage_and_hostile_content_runs_nothing(home: Home, browser: Any) -> None:
-    from pensieve.source_archive import SourceArchive
+def _fetch_into_archive(home: Home, project_id: str, url: str) -> None:
+    """Archive a page through the researcher's own fetch_url (in a thread: Playwright's
+    synchronous API owns this one's event loop)."""
+    from pensieve.tools.web import fetch_url, known_urls
+    from tests.web_fixtures import tool_context
+
+    failures: list[BaseException] = []
+
+    async def fetch() -> None:
+        async with tool_context(home, project_id) as ctx:
+            known_urls(ctx).add_trusted([url])
+            await fetch_url.function(ctx, url=url)
+
+    def run() -> None:
+        try:
+            asyncio.run(fetch())
+        except BaseException as exc:  # reported in the test's thread
+            failures.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=60)
+    assert not failures, failures
+
+
+def test_read_reveals_a_passage_and_hostile_content_runs_nothing(web_home: Home, site: FakeSite, browser: Any) -> None:
+    from pensieve.source_archive import SourceArchive, list_sources
     from tests.publish_fixtures import write_evidence, write_final
+
+    home = web_home
 
     project = make_project("hostile", brief="Brief " + HOSTILE)
     (project / "outline.md").write_text("# Outline\n\n" + HOSTILE + "\n\n<div onmouseover=window.__pwned=9>x</div>\n")
@@ -161,8 +191,12 @@ def test_read_reveals_a_passage_and_hostile_content_runs_nothing(home: Home, bro
         body=raw,
         text="Archived text " + HOSTILE,
     )
+    # The fixture site's hostile page, fetched and archived as the researcher does it.
+    _fetch_into_archive(home, "hostile", site.url("/hostile"))
+    fetched = next(s for s in list_sources(project) if s.url == site.url("/hostile"))
+    assert fetched.id == "S6" and "<script>" in (project / fetched.raw_file).read_text()
     topics = home.path / "workspaces" / "default" / "topics"
-    topics.mkdir(parents=True)
+    topics.mkdir(parents=True, exist_ok=True)
     (topics / "evil.md").write_text(f"---\ntitle: 'Evil {HOSTILE}'\nsummary: '{HOSTILE}'\n---\n{HOSTILE}\n")
     with real_server() as base:
         page = _page(browser, base)
@@ -189,6 +223,7 @@ def test_read_reveals_a_passage_and_hostile_content_runs_nothing(home: Home, bro
             "/projects/hostile/read",
             "/projects/hostile/sources",
             "/projects/hostile/sources/S5",
+            "/projects/hostile/sources/S6",
             "/projects/hostile/diff?a=draft_v1.md&b=final.md",
             "/topics",
         ):
