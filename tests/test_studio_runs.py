@@ -31,13 +31,16 @@ def _collect(
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         event_id = ""
-        for line in response.iter_lines():
-            if line.startswith("id:"):
-                event_id = line[3:].strip()
-            if line.startswith("data:"):
-                into.append((time.monotonic(), json.loads(line[5:].strip()), event_id))
-            if stop.is_set():
-                return
+        try:
+            for line in response.iter_lines():
+                if line.startswith("id:"):
+                    event_id = line[3:].strip()
+                if line.startswith("data:"):
+                    into.append((time.monotonic(), json.loads(line[5:].strip()), event_id))
+                if stop.is_set():
+                    return
+        except httpx.RemoteProtocolError:
+            return  # the studio stopped: a stream cut at shutdown is how a feed ends
 
 
 def test_the_feed_tails_the_event_log_from_connection_and_replays_on_request(home: Home) -> None:
