@@ -18,6 +18,7 @@ from pensieve import __version__
 from pensieve.cli_batch import register as register_batch
 from pensieve.cli_evidence import evidence as evidence_command
 from pensieve.cli_export import register as register_export
+from pensieve.cli_studio import studio
 from pensieve.cli_support import (
     JsonOpt,
     WorkspaceOpt,
@@ -196,20 +197,7 @@ def list_(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -> None
 
     rows = guarded(action)
     if as_json:
-        print_json(
-            [
-                {
-                    "id": r.id,
-                    "brief": r.brief.strip(),
-                    "status": r.status,
-                    "current_stage": r.current_stage,
-                    "updated_at": r.updated_at,
-                    "problems": r.problems,
-                    "supported_share": r.supported_share,
-                }
-                for r in rows
-            ]
-        )
+        print_json([r.to_json() for r in rows])
         return
     if not rows:
         err.print(f'no projects in workspace {workspace!r}; start one with: pensieve new "your brief"', markup=False)
@@ -480,6 +468,7 @@ register_export(app)
 register_batch(app)  # batch, worker, queue (pensieve/cli_batch.py)
 app.command("tools")(tools_command)
 app.command("evidence")(evidence_command)
+app.command()(studio)
 
 
 def version_callback(value: bool) -> None:

@@ -80,11 +80,29 @@ class ProjectRow:
     def brief_line(self) -> str:
         return next((line.strip() for line in self.brief.splitlines() if line.strip()), "")
 
+    def to_json(self) -> dict[str, object]:
+        """The object `pensieve list --json` prints (and the studio's /api/projects)."""
+        return {
+            "id": self.id,
+            "brief": self.brief.strip(),
+            "status": self.status,
+            "current_stage": self.current_stage,
+            "updated_at": self.updated_at,
+            "problems": self.problems,
+            "supported_share": self.supported_share,
+        }
+
 
 def summarize(project: Project) -> ProjectRow | None:
+    found = summarize_with_status(project)
+    return found[0] if found is not None else None
+
+
+def summarize_with_status(project: Project) -> tuple[ProjectRow, Status | None] | None:
+    """The project's row and the status it was read from (None when unreadable)."""
     if any(path.is_symlink() for path in (project.dir, project.dir / BRIEF_FILE, project.status_path)):
         # Planted links are never followed (a sibling's brief would show as this one's).
-        return ProjectRow(project.id, "unreadable", None, None, "(contains a symbolic link)", False)
+        return ProjectRow(project.id, "unreadable", None, None, "(contains a symbolic link)", False), None
     has_brief = (project.dir / BRIEF_FILE).is_file()
     if not project.status_path.is_file():
         return None
@@ -92,9 +110,9 @@ def summarize(project: Project) -> ProjectRow | None:
     try:
         status = load_status(project.status_path, keep_copy=False)
     except CorruptState:
-        return ProjectRow(project.id, "unreadable", None, None, brief, has_brief)
+        return ProjectRow(project.id, "unreadable", None, None, brief, has_brief), None
     current = status.current_stage or status.first_unfinished()
-    return ProjectRow(
+    row = ProjectRow(
         project.id,
         effective_status(project, status),
         current,
@@ -104,6 +122,7 @@ def summarize(project: Project) -> ProjectRow | None:
         problems=len(status.problems),
         supported_share=_supported_share(project),
     )
+    return row, status
 
 
 def _supported_share(project: Project) -> float | None:

@@ -1,0 +1,254 @@
+"""The JSON API under /api: the pages use it; scripts and independent checks drive it.
+
+JSON in and out; errors as {"error": "..."} with a fitting status code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING, Any
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from pensieve.errors import UsageError
+from pensieve.studio import projects as data
+from pensieve.studio.projects import BadRequest, Conflict
+from pensieve.studio.runs import tail_events
+
+if TYPE_CHECKING:
+    from pensieve.studio.app import Studio
+
+MAX_QUERY_CHARS = 500
+
+
+def studio_of(request: Request) -> Studio:
+    studio: Studio = request.app.state.studio
+    return studio
+
+
+async def json_body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    if "json" not in request.headers.get("content-type", "application/json"):
+        raise BadRequest("send JSON (Content-Type: application/json)")
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise BadRequest("the body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object")
+    return body
+
+
+def _optional_str(body: dict[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise BadRequest(f'"{key}" must be a string')
+    return value
+
+
+async def list_projects(request: Request) -> Response:
+    ws = studio_of(request).workspace
+    detail = request.query_params.get("detail") == "1"
+    rows = await asyncio.to_thread(data.list_detail if detail else data.list_json, ws)
+    return JSONResponse(rows)
+
+
+def brief_with_options(brief: str, target_words: object, audience: object) -> str:
+    """The brief, with the form's target length and audience said in it (the refiner reads it)."""
+    extra = []
+    if target_words not in (None, ""):
+        try:
+            words = int(str(target_words))
+        except ValueError:
+            raise BadRequest('"target_words" must be a whole number of words') from None
+        if not 100 <= words <= 20_000:
+            raise BadRequest('"target_words" must be between 100 and 20,000')
+        extra.append(f"Target length: about {words:,} words.")
+    if audience not in (None, ""):
+        if not isinstance(audience, str) or len(audience) > 300 or "\n" in audience:
+            raise BadRequest('"audience" must be one line of at most 300 characters')
+        extra.append(f"Audience: {audience.strip()}.")
+    return brief.rstrip() + ("\n\n" + "\n".join(extra) if extra else "")
+
+
+async def create_project(request: Request) -> Response:
+    studio = studio_of(request)
+    body = await json_body(request)
+    brief = body.get("brief")
+    if not isinstance(brief, str):
+        raise BadRequest('"brief" is required: say what the article should be about')
+    project_id = _optional_str(body, "id")
+    if project_id is not None:
+        data.validate_id(project_id)
+        if (studio.workspace.projects_dir / project_id).exists():
+            raise Conflict(f"project {project_id!r} already exists; choose another id")
+    model = studio.checked_model(body.get("model"))
+    text = brief_with_options(brief, body.get("target_words"), body.get("audience"))
+
+    def make() -> dict[str, object]:
+        from pensieve.project_list import new_project, summarize
+
+        project = new_project(studio.workspace, text, project_id)
+        row = summarize(project)
+        assert row is not None
+        return row.to_json()
+
+    try:
+        created = await asyncio.to_thread(make)
+    except UsageError as exc:
+        if "already exists" in str(exc):
+            raise Conflict(str(exc)) from None
+        raise BadRequest(str(exc)) from None
+    if body.get("start") is True:
+        project = data.project_of(studio.workspace, str(created["id"]))
+        try:
+            created["run"] = await studio.runs.start(project, model=model)
+        except (BadRequest, Conflict) as exc:
+            created["run"] = {"error": str(exc)}
+    return JSONResponse(created, status_code=201)
+
+
+async def get_project(request: Request) -> Response:
+    project = studio_of(request).project(request.path_params["id"])
+    return JSONResponse(await asyncio.to_thread(data.status_json, project))
+
+
+async def project_view(request: Request) -> Response:
+    """The project page's data: status, effective state, running pid, stale stages, files."""
+    studio = studio_of(request)
+    project = studio.project(request.path_params["id"])
+    v = await asyncio.to_thread(data.view, project)
+    return JSONResponse(
+        {
+            "id": project.id,
+            "state": v.state,
+            "running_pid": studio.runs.running_pid(project),
+            "stale": v.stale,
+            "stale_downstream": v.stale_downstream,
+            "files": v.files,
+            "status": v.status.model_dump(mode="json"),
+            "events": studio.event_count(project),
+        }
+    )
+
+
+async def get_file(request: Request) -> Response:
+    project = studio_of(request).project(request.path_params["id"])
+    return JSONResponse(await asyncio.to_thread(data.read_artifact, project, request.path_params["name"]))
+
+
+async def put_file(request: Request) -> Response:
+    studio = studio_of(request)
+    project = studio.project(request.path_params["id"])
+    name = request.path_params["name"]
+    data.artifact_path(project, name)  # 400 before reading a body for a file that is not an artifact
+    body = await json_body(request)
+    if studio.runs.running_pid(project) is not None:
+        raise Conflict(f"project {project.id} is running; stop the run (or wait for it) before editing")
+    saved = await asyncio.to_thread(data.save_artifact, project, name, body.get("text"), body.get("base_sha256"))
+    return JSONResponse(saved)
+
+
+async def run_project(request: Request) -> Response:
+    studio = studio_of(request)
+    project = studio.project(request.path_params["id"])
+    body = await json_body(request)
+    model = studio.checked_model(body.get("model"))
+    started = await studio.runs.start(project, until=body.get("until"), from_stage=body.get("from"), model=model)
+    return JSONResponse(started, status_code=202)
+
+
+async def stop_project(request: Request) -> Response:
+    studio = studio_of(request)
+    project = studio.project(request.path_params["id"])
+    return JSONResponse(studio.runs.stop(project), status_code=202)
+
+
+async def events(request: Request) -> Response:
+    studio = studio_of(request)
+    project = studio.project(request.path_params["id"])
+    since: int | None = None
+    raw = request.query_params.get("since") or request.headers.get("last-event-id")
+    if raw is not None:
+        if not raw.isdigit() or len(raw) > 9:
+            raise BadRequest('"since" must be a line number (0 is the first line)')
+        since = int(raw) + (1 if "since" not in request.query_params else 0)
+
+    async def stream() -> Any:
+        async for number, line in tail_events(project.events_path, since):
+            if await request.is_disconnected():
+                break
+            yield ServerSentEvent(data=line, id=str(number), event="message")
+
+    return EventSourceResponse(stream(), ping=15, send_timeout=30)
+
+
+async def versions(request: Request) -> Response:
+    project = studio_of(request).project(request.path_params["id"])
+    artifact = request.query_params.get("artifact")
+    if artifact is not None:
+        data.artifact_path(project, artifact)
+    return JSONResponse(await asyncio.to_thread(data.versions, project, artifact))
+
+
+async def diff(request: Request) -> Response:
+    project = studio_of(request).project(request.path_params["id"])
+    a, b = request.query_params.get("a"), request.query_params.get("b")
+    if not a or not b:
+        raise BadRequest("give two versions: ?a=draft_v1.md&b=draft_v2.md (or history/<file>)")
+
+    def compute() -> list[tuple[str, str]]:
+        return data.word_diff(data.read_version(project, a), data.read_version(project, b))
+
+    runs = await asyncio.to_thread(compute)
+    return JSONResponse({"a": a, "b": b, "diff": [[op, text] for op, text in runs]})
+
+
+async def sources(request: Request) -> Response:
+    project = studio_of(request).project(request.path_params["id"])
+
+    def collect() -> list[dict[str, object]]:
+        from dataclasses import asdict
+
+        from pensieve.source_archive import list_sources
+
+        citing = data.citing_sentences(project)
+        return [{**asdict(s), "cited_by": citing.get(s.id, [])} for s in list_sources(project.dir)]
+
+    return JSONResponse(await asyncio.to_thread(collect))
+
+
+async def topics(request: Request) -> Response:
+    studio = studio_of(request)
+    query = request.query_params.get("q")
+    if query is None:
+        listed = await asyncio.to_thread(studio.topic_list)
+        return JSONResponse(listed)
+    if len(query) > MAX_QUERY_CHARS:
+        raise BadRequest(f"the query is over {MAX_QUERY_CHARS} characters")
+    return JSONResponse(await asyncio.to_thread(studio.topic_search, query))
+
+
+ROUTES = [
+    Route("/api/projects", list_projects, methods=["GET"]),
+    Route("/api/projects", create_project, methods=["POST"]),
+    Route("/api/projects/{id}", get_project, methods=["GET"]),
+    Route("/api/projects/{id}/view", project_view, methods=["GET"]),
+    Route("/api/projects/{id}/files/{name}", get_file, methods=["GET"]),
+    Route("/api/projects/{id}/files/{name}", put_file, methods=["PUT"]),
+    Route("/api/projects/{id}/run", run_project, methods=["POST"]),
+    Route("/api/projects/{id}/stop", stop_project, methods=["POST"]),
+    Route("/api/projects/{id}/events", events, methods=["GET"]),
+    Route("/api/projects/{id}/versions", versions, methods=["GET"]),
+    Route("/api/projects/{id}/diff", diff, methods=["GET"]),
+    Route("/api/projects/{id}/sources", sources, methods=["GET"]),
+    Route("/api/topics", topics, methods=["GET"]),
+]

@@ -1,0 +1,349 @@
+"""The studio's pages and the app itself: `create_app` wires the routes, the API and the
+guard (pensieve.studio.security) that every request passes first."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from pensieve.errors import PensieveError, ProjectBusy, UsageError
+from pensieve.studio import api
+from pensieve.studio import projects as data
+from pensieve.studio.projects import BadRequest, Conflict, NotFound
+from pensieve.studio.render import render_markdown
+from pensieve.studio.runs import RunManager, count_lines
+from pensieve.studio.security import SANDBOX_CSP, BodyTooLarge, Guard
+from pensieve.workspace import Project, Workspace
+
+HERE = Path(__file__).parent
+
+
+@dataclass
+class Studio:
+    workspace: Workspace
+    runs: RunManager
+    _models: list[str] | None = field(default=None)
+
+    def project(self, project_id: str) -> Project:
+        return data.project_of(self.workspace, project_id)
+
+    def event_count(self, project: Project) -> int:
+        return count_lines(project.events_path)
+
+    def models(self) -> list[str]:
+        """The models the configuration names (llm.model and agents.*.model): the only
+        choices a page may pick; never a string the browser made up."""
+        if self._models is None:
+            from pensieve.config import load_settings
+
+            try:
+                settings = load_settings()
+            except PensieveError:
+                return []
+            found = [settings.llm.model] if settings.llm.model else []
+            found += [a.model for a in settings.agents.values() if a.model and a.model not in found]
+            self._models = [m for m in found if m]
+        return self._models
+
+    def checked_model(self, value: object) -> str | None:
+        if value is None or value == "":
+            return None
+        if not isinstance(value, str) or value not in self.models():
+            raise BadRequest("model: choose one of the configured models: " + (", ".join(self.models()) or "(none)"))
+        return value
+
+    def topic_list(self) -> dict[str, object]:
+        from pensieve.topics.library import load_library
+
+        library = load_library(self.workspace)
+        return {
+            "topics": [
+                {
+                    "slug": t.slug,
+                    "title": t.title,
+                    "summary": t.summary,
+                    "tags": list(t.tags),
+                    "updated": t.updated,
+                    "body": t.body,
+                }
+                for t in library.topics
+            ],
+            "problems": library.problems,
+        }
+
+    def topic_search(self, query: str) -> dict[str, object]:
+        from pensieve.config import load_settings
+        from pensieve.topics.search import search_library
+
+        settings = load_settings()
+        try:
+            found = search_library(
+                self.workspace, query, k=settings.topics.max_results, min_score=settings.topics.min_score
+            )
+        except UsageError as exc:
+            raise BadRequest(str(exc)) from None
+        return {
+            "query": query,
+            "hits": [{"slug": h.slug, "title": h.title, "snippet": h.snippet, "score": h.score} for h in found.hits],
+        }
+
+
+def _templates() -> Jinja2Templates:
+    templates = Jinja2Templates(directory=str(HERE / "templates"))
+    templates.env.autoescape = True
+    # render_markdown escapes everything (no raw HTML, links checked): its output is safe markup.
+    templates.env.globals["markdown"] = lambda text: Markup(render_markdown(text))  # noqa: S704
+    return templates
+
+
+TEMPLATES = _templates()
+
+
+def page(request: Request, template: str, status_code: int = 200, **context: Any) -> Response:
+    context.setdefault("title", "Pensieve studio")
+    context["nonce"] = request.state.csp_nonce
+    context["workspace"] = api.studio_of(request).workspace.name
+    return TEMPLATES.TemplateResponse(request, template, context, status_code=status_code)
+
+
+# -- pages -------------------------------------------------------------------------------------
+async def projects_page(request: Request) -> Response:
+    rows = await asyncio.to_thread(data.list_detail, api.studio_of(request).workspace)
+    return page(request, "projects.html", rows=rows, title="Projects - Pensieve studio")
+
+
+async def new_page(request: Request) -> Response:
+    studio = api.studio_of(request)
+    models = await asyncio.to_thread(studio.models)
+    return page(request, "new.html", models=models, title="New article - Pensieve studio")
+
+
+async def project_page(request: Request) -> Response:
+    studio = api.studio_of(request)
+    project = studio.project(request.path_params["id"])
+    v = await asyncio.to_thread(data.view, project)
+    return page(
+        request,
+        "project.html",
+        project=project,
+        view=v,
+        brief=project.read_brief(),
+        stages=data.stage_titles(),
+        models=studio.models(),
+        running_pid=studio.runs.running_pid(project),
+        events=studio.event_count(project),
+        title=f"{project.id} - Pensieve studio",
+    )
+
+
+async def file_page(request: Request) -> Response:
+    studio = api.studio_of(request)
+    project = studio.project(request.path_params["id"])
+    name = request.path_params["name"]
+    found = await asyncio.to_thread(data.read_artifact, project, name)
+    versions = await asyncio.to_thread(data.versions, project, name)
+    writer = next((s for s in data.stage_titles() if s[2] == name), None)
+    return page(
+        request,
+        "file.html",
+        project=project,
+        file=found,
+        versions=versions,
+        writer=writer,
+        editing=request.query_params.get("edit") == "1",
+        title=f"{name} - {project.id}",
+    )
+
+
+async def read_page(request: Request) -> Response:
+    studio = api.studio_of(request)
+    project = studio.project(request.path_params["id"])
+    name = request.query_params.get("file", "final.md")
+    if name not in ("final.md", "draft_v2.md", "draft_v1.md"):
+        raise BadRequest("the Read page shows final.md, draft_v2.md or draft_v1.md")
+    article, references = await asyncio.to_thread(_render_article, project, name)
+    return page(
+        request, "read.html", project=project, article=article, references=references, name=name, title=article.title
+    )
+
+
+def _render_article(project: Project, name: str) -> Any:
+    from pensieve.publish.render import render_article
+    from pensieve.studio.render import with_archived_links
+
+    data.read_artifact(project, name)  # the name, a symlink, a missing file: refused as for any artifact
+    try:
+        article = render_article(project.dir, name)
+    except UsageError as exc:
+        raise NotFound(str(exc)) from None
+    return article, with_archived_links(article.references_html, project.id)
+
+
+async def export_download(request: Request) -> Response:
+    """An export format of the article, as a download (made in memory; nothing is written)."""
+    from pensieve.clock import now_iso
+    from pensieve.publish.document import load_article
+    from pensieve.publish.export import FORMATS, render_format
+
+    project = api.studio_of(request).project(request.path_params["id"])
+    fmt = request.path_params["fmt"]
+    if fmt not in FORMATS:
+        raise BadRequest(f"unknown format {fmt!r}; one of: {', '.join(FORMATS)}")
+
+    def make() -> bytes:
+        data.read_artifact(project, "final.md")
+        try:
+            return render_format(load_article(project.dir, "final.md"), fmt, exported_at=now_iso())
+        except UsageError as exc:
+            raise NotFound(str(exc)) from None
+
+    body = await asyncio.to_thread(make)
+    media = {
+        "html": "text/html; charset=utf-8",
+        "md": "text/markdown; charset=utf-8",
+        "json": "application/json",
+        "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    }[fmt]
+    return Response(
+        body,
+        media_type=media,
+        headers={
+            "content-disposition": f'attachment; filename="{project.id}.{fmt}"',
+            "content-security-policy": SANDBOX_CSP,
+        },
+    )
+
+
+async def diff_page(request: Request) -> Response:
+    studio = api.studio_of(request)
+    project = studio.project(request.path_params["id"])
+    all_versions = await asyncio.to_thread(data.versions, project, None)
+    a, b = request.query_params.get("a"), request.query_params.get("b")
+    runs: list[tuple[str, str]] | None = None
+    if a and b:
+        runs = await asyncio.to_thread(
+            lambda: data.word_diff(data.read_version(project, a), data.read_version(project, b))
+        )
+    return page(
+        request,
+        "diff.html",
+        project=project,
+        versions=all_versions,
+        a=a,
+        b=b,
+        runs=runs,
+        title=f"Compare - {project.id}",
+    )
+
+
+async def sources_page(request: Request) -> Response:
+    project = api.studio_of(request).project(request.path_params["id"])
+
+    def collect() -> tuple[list[Any], dict[str, list[dict[str, Any]]]]:
+        from pensieve.source_archive import list_sources
+
+        return list_sources(project.dir), data.citing_sentences(project)
+
+    found, citing = await asyncio.to_thread(collect)
+    return page(request, "sources.html", project=project, sources=found, citing=citing, title=f"Sources - {project.id}")
+
+
+async def source_page(request: Request) -> Response:
+    project = api.studio_of(request).project(request.path_params["id"])
+    sid = request.path_params["sid"]
+    source = await asyncio.to_thread(data.source_entry, project, sid)
+    text = await asyncio.to_thread(data.source_text, project, sid)
+    return page(request, "source.html", project=project, source=source, text=text, title=f"{sid} - {project.id}")
+
+
+async def source_raw(request: Request) -> Response:
+    """The page as fetched: never as HTML. Plain text, as a download, in a sandbox."""
+    project = api.studio_of(request).project(request.path_params["id"])
+    body, filename = await asyncio.to_thread(data.source_raw, project, request.path_params["sid"])
+    return Response(
+        body,
+        media_type="text/plain; charset=utf-8",
+        headers={
+            "content-disposition": f'attachment; filename="{filename}.txt"',
+            "content-security-policy": SANDBOX_CSP,
+        },
+    )
+
+
+async def topics_page(request: Request) -> Response:
+    listed = await asyncio.to_thread(api.studio_of(request).topic_list)
+    return page(request, "topics.html", listed=listed, title="Topics - Pensieve studio")
+
+
+async def root_redirect(request: Request) -> Response:
+    return RedirectResponse("/", status_code=303)
+
+
+# -- errors ------------------------------------------------------------------------------------
+def _error(request: Request, status: int, message: str, extra: dict[str, Any] | None = None) -> Response:
+    if request.url.path.startswith("/api/") or "html" not in request.headers.get("accept", ""):
+        return JSONResponse({"error": message, **(extra or {})}, status_code=status)
+    return page(request, "error.html", status_code=status, status=status, message=message, title="Error")
+
+
+async def on_error(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, Conflict):
+        return _error(request, 409, str(exc), exc.extra)
+    if isinstance(exc, ProjectBusy):
+        return _error(request, 409, str(exc))
+    if isinstance(exc, NotFound):
+        return _error(request, 404, str(exc))
+    if isinstance(exc, BadRequest | UsageError):
+        return _error(request, 400, str(exc))
+    if isinstance(exc, BodyTooLarge):
+        return _error(request, 413, "request body over the size limit")
+    if isinstance(exc, HTTPException):
+        return _error(request, exc.status_code, str(exc.detail))
+    raise exc
+
+
+def create_app(
+    workspace: Workspace, *, token: str, host: str = "127.0.0.1", port: int = 8765, extra_hosts: tuple[str, ...] = ()
+) -> Guard:
+    studio = Studio(workspace, RunManager(workspace.name))
+    routes = [
+        Route("/", projects_page),
+        Route("/index.html", root_redirect),
+        Route("/new", new_page),
+        Route("/projects/{id}", project_page),
+        Route("/projects/{id}/files/{name}", file_page),
+        Route("/projects/{id}/read", read_page),
+        Route("/projects/{id}/diff", diff_page),
+        Route("/projects/{id}/sources", sources_page),
+        Route("/projects/{id}/sources/{sid}", source_page),
+        Route("/projects/{id}/sources/{sid}/raw", source_raw),
+        Route("/projects/{id}/export/{fmt}", export_download),
+        Route("/topics", topics_page),
+        *api.ROUTES,
+        Mount("/static", StaticFiles(directory=str(HERE / "static"), follow_symlink=False), name="static"),
+    ]
+    handlers: dict[Any, Any] = {
+        cls: on_error for cls in (Conflict, ProjectBusy, NotFound, BadRequest, UsageError, BodyTooLarge, HTTPException)
+    }
+    app = Starlette(routes=routes, exception_handlers=handlers)
+    app.state.studio = studio
+    return Guard(app, token=token, host=host, port=port, extra_hosts=extra_hosts)
+
+
+def token_from_env() -> str | None:
+    from pensieve.studio.security import TOKEN_ENV
+
+    value = os.environ.get(TOKEN_ENV, "").strip()
+    return value or None

@@ -1,0 +1,67 @@
+"""Markdown from models and web pages, rendered as data: no raw HTML, only http(s),
+mailto and relative links, citations turned into links that reveal their passage.
+
+The Read page uses the article renderer of the HTML export (pensieve.publish.render);
+this module renders every other artifact, and adds the studio's links to the article's
+reference list.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+
+_SAFE_SCHEMES = {"http", "https", "mailto"}
+
+
+def safe_url(url: str) -> bool:
+    """http(s)/mailto or a relative link; never javascript:, data:, vbscript: or the like."""
+    cleaned = re.sub(r"[\x00-\x20\x7f]", "", html.unescape(url)).lower()
+    scheme = urlsplit(cleaned).scheme if ":" in cleaned.split("/", 1)[0] else ""
+    return scheme in _SAFE_SCHEMES if scheme else not cleaned.startswith("//") and "\\" not in cleaned
+
+
+@lru_cache(maxsize=1)
+def _markdown() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.enable(["table", "strikethrough"])
+    md.disable("image")  # no outside images (the CSP would block them anyway)
+    md.validateLink = safe_url  # type: ignore[method-assign]
+
+    def link_open(tokens: Any, idx: int, options: Any, env: Any) -> str:
+        token = tokens[idx]
+        href = token.attrGet("href") or ""
+        if href and not href.startswith("#"):
+            token.attrSet("rel", "noopener noreferrer nofollow")
+        renderer: Any = md.renderer
+        return str(renderer.renderToken(tokens, idx, options, env))
+
+    md.add_render_rule("link_open", link_open)
+    return md
+
+
+def render_markdown(text: str) -> str:
+    """Safe HTML for any artifact."""
+    return str(_markdown().render(text))
+
+
+_REF_ITEM = re.compile(r'(<li id="ref-(S\d{1,6})"[^>]*>)(.*?)(?=<details|</li>)', re.S)
+
+
+def with_archived_links(references_html: str, project_id: str) -> str:
+    """Each reference gets a link to Pensieve's archived copy of the source (the studio's page)."""
+
+    def add(match: re.Match[str]) -> str:
+        href = f"/projects/{html.escape(project_id)}/sources/{match.group(2)}"
+        link = f' <a class="ref-archived" href="{href}">archived copy</a>'
+        return match.group(1) + match.group(3) + link
+
+    return _REF_ITEM.sub(add, references_html)

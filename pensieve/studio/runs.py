@@ -1,0 +1,193 @@
+"""Runs started from the studio, and the live feed of a project's event log.
+
+A run is an ordinary `python -m pensieve run ID` process in its own session: closing the
+studio does not stop it, and the project's run lock keeps two runs from overlapping. Stop
+sends SIGINT to the process holding the lock, so the run ends exactly as after Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pensieve.project_list import lock_holder
+from pensieve.stages import STAGE_NAMES
+from pensieve.studio.projects import BadRequest, Conflict
+from pensieve.workspace import Project
+
+# Set when the studio is told to stop: live feeds end so the server can close at once.
+STOPPING = threading.Event()
+RUN_LOG = "studio-run.log"  # the run's own output, under scratch/ (the CLI's messages)
+STARTUP_WAIT_S = 30.0
+
+
+@dataclass
+class RunManager:
+    """The runs this studio started (so it can reap them), one starting run per project."""
+
+    workspace_name: str
+    children: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    # Children seen holding their project's lock: from then on the lock alone says whether
+    # they run (a run that released it is ending, and its project may be edited again).
+    locked: set[int] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _alive_child(self, project_id: str) -> subprocess.Popen[bytes] | None:
+        child = self.children.get(project_id)
+        if child is not None and child.poll() is None:
+            return child
+        return None
+
+    def running_pid(self, project: Project) -> int | None:
+        holder = lock_holder(project)
+        if holder is not None:
+            return holder
+        child = self._alive_child(project.id)
+        return child.pid if child is not None and child.pid not in self.locked else None
+
+    async def start(
+        self, project: Project, until: object = None, from_stage: object = None, model: str | None = None
+    ) -> dict[str, object]:
+        """Start `pensieve run`; returns once the run holds the project's lock (202), or
+        raises Conflict (already running) / BadRequest (the run refused to start)."""
+        args = [sys.executable, "-m", "pensieve", "run", project.id, "-w", self.workspace_name, "-q"]
+        for flag, value in (("--until", until), ("--from", from_stage)):
+            if value is None or value == "":
+                continue
+            if not isinstance(value, str) or value not in STAGE_NAMES:
+                raise BadRequest(f"{flag[2:]}: unknown stage {value!r}; stages are: {', '.join(STAGE_NAMES)}")
+            args += [flag, value]
+        if (
+            isinstance(until, str)
+            and isinstance(from_stage, str)
+            and until
+            and from_stage
+            and STAGE_NAMES.index(from_stage) > STAGE_NAMES.index(until)
+        ):
+            raise BadRequest(f"from {from_stage} comes after until {until}; nothing would run")
+        if model:
+            args += ["--model", model]
+        with self._lock:
+            holder = self.running_pid(project)
+            if holder is not None:
+                raise Conflict(f"project {project.id} is already running (process {holder}); stop it first")
+            log_path = project.scratch_dir / RUN_LOG
+            project.scratch_dir.mkdir(parents=True, exist_ok=True)
+            with log_path.open("wb") as log:
+                child = subprocess.Popen(
+                    args,
+                    env=_child_env(),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    cwd=os.getcwd(),
+                    start_new_session=True,  # Ctrl-C on the studio does not reach the run
+                    close_fds=True,
+                )
+            self.children[project.id] = child
+            threading.Thread(target=child.wait, daemon=True, name=f"reap-{child.pid}").start()
+        deadline = time.monotonic() + STARTUP_WAIT_S
+        while time.monotonic() < deadline:
+            if lock_holder(project) == child.pid:
+                self.locked.add(child.pid)
+                return {"id": project.id, "pid": child.pid, "args": args[3:]}
+            code = child.poll()
+            if code is not None:
+                message = _last_line(log_path) or f"the run exited with code {code}"
+                if "is being run by process" in message:
+                    raise Conflict(message.removeprefix("error: "))
+                if code == 0:  # nothing was left to run: it finished at once
+                    return {"id": project.id, "pid": child.pid, "args": args[3:], "finished": message}
+                raise BadRequest(message.removeprefix("error: "))
+            await asyncio.sleep(0.05)
+        return {"id": project.id, "pid": child.pid, "args": args[3:]}
+
+    def stop(self, project: Project) -> dict[str, object]:
+        pid = lock_holder(project)
+        if pid is None:
+            child = self._alive_child(project.id)
+            pid = child.pid if child is not None else None
+        if pid is None:
+            raise Conflict(f"project {project.id} is not running")
+        if not _is_pensieve_run(pid):
+            raise Conflict(f"process {pid} holding {project.id} is not a pensieve run; not signalled")
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGINT)
+        return {"id": project.id, "pid": pid, "signal": "SIGINT"}
+
+
+def _child_env() -> dict[str, str]:
+    """The studio's environment, with the same pensieve package first on the path."""
+    import pensieve
+    from pensieve.studio.security import TOKEN_ENV
+
+    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}  # a run has no use for the studio's token
+    root = str(Path(pensieve.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def _is_pensieve_run(pid: int) -> bool:
+    """Refuse to signal a pid that is not a Pensieve process (a stale lock file, a reused pid)."""
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    if not cmdline.parent.exists():
+        return True  # no /proc: the lock holder is the best knowledge there is
+    try:
+        words = cmdline.read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return any(b"pensieve" in w for w in words)
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [line.strip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines()]
+    except OSError:
+        return ""
+    errors = [line for line in lines if line.startswith("error:")]
+    return (errors or [line for line in lines if line] or [""])[-1][:500]
+
+
+def count_lines(path: Path) -> int:
+    try:
+        with path.open("rb") as handle:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
+    except OSError:
+        return 0
+
+
+async def tail_events(path: Path, since: int | None, poll_s: float = 0.1) -> AsyncIterator[tuple[int, str]]:
+    """(line number, line) for each complete line of the log from `since` (default: the
+    lines written after this call), following the file as it grows, until the studio stops."""
+    start = count_lines(path) if since is None else max(0, since)
+    number = 0
+    offset = 0
+    pending = b""
+    while not STOPPING.is_set():
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0
+        if size < offset:  # replaced or truncated: read it again from the start
+            offset, number, pending = 0, 0, b""
+        if size > offset:
+            with path.open("rb") as handle:
+                handle.seek(offset)
+                data = handle.read(size - offset)
+            offset += len(data)
+            pending += data
+            *lines, pending = pending.split(b"\n")
+            for raw in lines:
+                if number >= start and raw.strip():
+                    yield number, raw.decode("utf-8", errors="replace")
+                number += 1
+        await asyncio.sleep(poll_s)

@@ -1,0 +1,242 @@
+"""The studio's guard: every request passes through `Guard` before any route sees it.
+
+- Host: only the address the studio serves (or localhost); anything else is DNS rebinding.
+- Token: `?token=` on a first visit (then an HttpOnly, SameSite=Strict cookie and a redirect
+  that drops it from the address bar), the cookie, or `Authorization: Bearer`. Compared in
+  constant time; without it, 401 and nothing else. The token never reaches a log.
+- Origin: a state-changing request from another site is refused (CSRF); no CORS headers.
+- Bodies are capped; every response carries a Content-Security-Policy with a fresh nonce
+  that forbids inline scripts other than the studio's own and every outside origin.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from http.cookies import SimpleCookie
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+TOKEN_ENV = "PENSIEVE_STUDIO_TOKEN"  # noqa: S105 - the variable's name, not a token
+MAX_BODY_BYTES = 2_000_000
+SAFE_METHODS = frozenset({"GET", "HEAD"})
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def csp_header(nonce: str) -> str:
+    return (
+        "default-src 'none'; "
+        f"script-src 'self' 'nonce-{nonce}'; "
+        f"style-src 'self' 'nonce-{nonce}'; "
+        "img-src 'self'; connect-src 'self'; font-src 'self'; "
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
+    )
+
+
+# Served with raw archived pages (downloads): even opened directly, nothing in them runs.
+SANDBOX_CSP = "sandbox; default-src 'none'"
+
+
+def _host_name(value: str) -> tuple[str, int | None]:
+    """`name[:port]` -> (lower-cased name, port or None); IPv6 stays bracketed."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0:
+            return value, None
+        name, rest = value[: end + 1], value[end + 1 :]
+    else:
+        name, _, port_text = value.partition(":")
+        rest = f":{port_text}" if port_text else ""
+    if rest.startswith(":") and rest[1:].isdigit():
+        return name, int(rest[1:])
+    if rest:
+        return value, -1  # something malformed after the name: never matches
+    return name, None
+
+
+@dataclass
+class Guard:
+    """ASGI middleware enforcing the studio's security rules (see the module docstring)."""
+
+    app: ASGIApp
+    token: str
+    host: str
+    port: int
+    extra_hosts: Iterable[str] = ()
+    max_body: int = MAX_BODY_BYTES
+    _hosts: frozenset[str] = field(init=False)
+    cookie_name: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        bound = self.host.lower()
+        if ":" in bound and not bound.startswith("["):
+            bound = f"[{bound}]"  # an IPv6 address as it appears in a Host header
+        names = {bound, "localhost", *(h.lower() for h in self.extra_hosts)}
+        if is_loopback(self.host) or self.host in ("0.0.0.0", "::"):  # noqa: S104 - a check, not a bind
+            names |= {"127.0.0.1", "[::1]"}
+        self._hosts = frozenset(names)
+        self.cookie_name = f"pensieve_studio_{self.port}"
+
+    # -- checks ----------------------------------------------------------------------------
+    def host_allowed(self, header: str | None) -> bool:
+        if not header:
+            return False
+        name, port = _host_name(header)
+        return name in self._hosts and (port is None or port == self.port)
+
+    def origin_allowed(self, origin: str) -> bool:
+        scheme, sep, rest = origin.partition("://")
+        if not sep or scheme not in ("http", "https") or "/" in rest:
+            return False
+        return self.host_allowed(rest)
+
+    def token_ok(self, candidate: str | None) -> bool:
+        if not candidate:
+            return False
+        return hmac.compare_digest(candidate.encode("utf-8", "replace"), self.token.encode("utf-8"))
+
+    # -- ASGI ------------------------------------------------------------------------------
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            if scope["type"] == "lifespan":
+                await self.app(scope, receive, send)
+            return
+        headers = _headers(scope)
+        if not self.host_allowed(headers.get("host")):
+            await _refuse(send, 403, "this studio only answers requests addressed to it (Host refused)")
+            return
+        method = scope["method"]
+        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        from_query = next((v for k, v in query if k == "token"), None)
+        bearer = headers.get("authorization", "")
+        from_header = bearer[7:].strip() if bearer[:7].lower() == "bearer " else None
+        cookie = SimpleCookie()
+        try:
+            cookie.load(headers.get("cookie", ""))
+        except Exception:  # a malformed cookie header is simply no cookie
+            cookie = SimpleCookie()
+        morsel = cookie.get(self.cookie_name)
+        from_cookie = morsel.value if morsel is not None else None
+        if not (self.token_ok(from_header) or self.token_ok(from_cookie) or self.token_ok(from_query)):
+            await _refuse(send, 401, "unauthorized")
+            return
+        if method not in SAFE_METHODS:
+            origin = headers.get("origin")
+            if origin is not None and not self.origin_allowed(origin):
+                await _refuse(send, 403, "cross-site request refused (Origin)")
+                return
+            if headers.get("sec-fetch-site") == "cross-site":
+                await _refuse(send, 403, "cross-site request refused (Sec-Fetch-Site)")
+                return
+        length = headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_body):
+            await _refuse(send, 413, f"request body over the {self.max_body:,}-byte limit")
+            return
+        if from_query is not None and method in SAFE_METHODS and not scope["path"].startswith("/api/"):
+            # First visit: the token moves into a cookie and out of the address bar.
+            rest = urlencode([(k, v) for k, v in query if k != "token"])
+            location = scope["path"] + (f"?{rest}" if rest else "")
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 303,
+                    "headers": [
+                        (b"location", location.encode("latin-1", "replace")),
+                        (b"set-cookie", self._cookie().encode("latin-1")),
+                        (b"cache-control", b"no-store"),
+                        (b"referrer-policy", b"no-referrer"),
+                        (b"content-length", b"0"),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": b""})
+            return
+        nonce = secrets.token_urlsafe(16)
+        scope.setdefault("state", {})["csp_nonce"] = nonce
+        await self.app(scope, self._capped(receive, send), self._with_headers(send, nonce))
+
+    def _cookie(self) -> str:
+        return f"{self.cookie_name}={self.token}; Path=/; HttpOnly; SameSite=Strict"
+
+    def _capped(self, receive: Receive, send: Send) -> Receive:
+        seen = 0
+        limit = self.max_body
+
+        async def capped() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise BodyTooLarge()
+            return message
+
+        return capped
+
+    def _with_headers(self, send: Send, nonce: str) -> Send:
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                raw: list[tuple[bytes, bytes]] = [
+                    (k, v) for k, v in message.get("headers", []) if k.lower() != b"access-control-allow-origin"
+                ]
+                present = {k.lower() for k, _ in raw}
+                if b"content-security-policy" not in present:
+                    raw.append((b"content-security-policy", csp_header(nonce).encode("ascii")))
+                raw += [
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"no-referrer"),
+                    (b"x-frame-options", b"DENY"),
+                    (b"cross-origin-opener-policy", b"same-origin"),
+                    (b"cross-origin-resource-policy", b"same-origin"),
+                ]
+                if b"cache-control" not in present:
+                    raw.append((b"cache-control", b"no-store"))
+                message = {**message, "headers": raw}
+            await send(message)
+
+        return sending
+
+
+class BodyTooLarge(Exception):
+    """A body grew past the cap while being read (no or a lying Content-Length)."""
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for key, value in scope.get("headers", []):
+        name = key.decode("latin-1").lower()
+        if name not in found:  # the first of repeated headers counts
+            found[name] = value.decode("latin-1")
+    return found
+
+
+async def _refuse(send: Send, status: int, message: str) -> None:
+    body = json.dumps({"error": message}).encode("utf-8")
+    headers: list[Any] = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode("ascii")),
+        (b"cache-control", b"no-store"),
+        (b"x-content-type-options", b"nosniff"),
+        (b"content-security-policy", b"default-src 'none'"),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
