@@ -659,3 +659,44 @@ def read_queue(workspace: Workspace, url: str) -> tuple[list[QueueEntry], list[W
                 return [], rows
             raise UsageError(f"cannot read the queue {shown_url(url)}: {redact(str(exc), url)}") from None
     return latest_entries(workflows, {r.executor_id: r for r in rows}), rows
+
+
+GROUPS = ("queued", "running", "complete", "failed", "other")
+
+
+def group_entries(entries: list[QueueEntry]) -> dict[str, list[QueueEntry]]:
+    """The entries by state: queued, running, complete, failed, other (stopped, paused)."""
+    groups: dict[str, list[QueueEntry]] = {name: [] for name in GROUPS}
+    for e in entries:
+        groups[e.state if e.state in groups else "other"].append(e)
+    return groups
+
+
+def queue_json(entries: list[QueueEntry], workers: list[WorkerRow]) -> dict[str, Any]:
+    """What `pensieve queue --json` prints (and the studio's queue view shows)."""
+    return {
+        **{
+            name: [
+                {
+                    "project": e.project,
+                    "workflow_id": e.workflow_id,
+                    "state": e.state,
+                    **({"worker": e.worker, "executor_id": e.executor_id} if e.state == "running" else {}),
+                    **({"error": e.error} if e.error else {}),
+                }
+                for e in group
+            ]
+            for name, group in group_entries(entries).items()
+        },
+        "workers": [
+            {
+                "executor_id": w.executor_id,
+                "kind": w.kind,
+                "host": w.host,
+                "pid": w.pid,
+                "concurrency": w.concurrency,
+                "heartbeat_at": w.heartbeat_at,
+            }
+            for w in workers
+        ],
+    }

@@ -288,39 +288,12 @@ def queue(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -> None
         return read_queue(ws, queue_url(settings, ws))
 
     entries, workers = guarded(action)
-    groups: dict[str, list[Any]] = {"queued": [], "running": [], "complete": [], "failed": [], "other": []}
-    for e in entries:
-        groups[e.state if e.state in groups else "other"].append(e)
+    from pensieve.batch_queue import group_entries, queue_json
+
     if as_json:
-        print_json(
-            {
-                **{
-                    name: [
-                        {
-                            "project": e.project,
-                            "workflow_id": e.workflow_id,
-                            "state": e.state,
-                            **({"worker": e.worker, "executor_id": e.executor_id} if e.state == "running" else {}),
-                            **({"error": e.error} if e.error else {}),
-                        }
-                        for e in group
-                    ]
-                    for name, group in groups.items()
-                },
-                "workers": [
-                    {
-                        "executor_id": w.executor_id,
-                        "kind": w.kind,
-                        "host": w.host,
-                        "pid": w.pid,
-                        "concurrency": w.concurrency,
-                        "heartbeat_at": w.heartbeat_at,
-                    }
-                    for w in workers
-                ],
-            }
-        )
+        print_json(queue_json(entries, workers))
         return
+    groups = group_entries(entries)
     if not entries and not workers:
         err.print(f"the queue of workspace {workspace!r} is empty; start with: pensieve batch FILE", markup=False)
         return

@@ -99,18 +99,23 @@ def bundle_files(article: Article, *, exported_at: str, extra: dict[str, bytes] 
     return files
 
 
+def zip_bytes(files: dict[str, bytes]) -> bytes:
+    """The bundle as a .zip, in memory (fixed dates: the same files make the same bytes)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in sorted(files.items()):
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, data)
+    return buffer.getvalue()
+
+
 def write_bundle(files: dict[str, bytes], output: Path) -> None:
     """Write the bundle to `output`: a .zip file, or a directory (replacing an earlier bundle
     there, never anything else). Either the whole bundle is there afterwards or nothing changed."""
     if output.suffix.lower() == ".zip":
-        buffer = io.BytesIO()
-        with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-            for name, data in sorted(files.items()):
-                info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
-                info.compress_type = zipfile.ZIP_DEFLATED
-                info.external_attr = 0o644 << 16
-                archive.writestr(info, data)
-        atomic_write_bytes(output, buffer.getvalue())
+        atomic_write_bytes(output, zip_bytes(files))
         return
     if output.exists() and not (output.is_dir() and (output / MANIFEST).is_file()):
         raise UsageError(f"{output} exists and is not a Pensieve bundle; choose another --output")

@@ -237,6 +237,14 @@ async def topics(request: Request) -> Response:
     return JSONResponse(await asyncio.to_thread(studio.topic_search, query))
 
 
+async def queue(request: Request) -> Response:
+    """What `pensieve queue --json` shows, as {"workspace", "queue", "worker_timeout_s"};
+    "queue" is null when the workspace has no queue database yet. Read-only."""
+    from pensieve.studio.queue import queue_view
+
+    return JSONResponse(await asyncio.to_thread(queue_view, studio_of(request).workspace))
+
+
 ROUTES = [
     Route("/api/projects", list_projects, methods=["GET"]),
     Route("/api/projects", create_project, methods=["POST"]),
@@ -251,4 +259,5 @@ ROUTES = [
     Route("/api/projects/{id}/diff", diff, methods=["GET"]),
     Route("/api/projects/{id}/sources", sources, methods=["GET"]),
     Route("/api/topics", topics, methods=["GET"]),
+    Route("/api/queue", queue, methods=["GET"]),
 ]

@@ -199,13 +199,18 @@ async def export_download(request: Request) -> Response:
 
     project = api.studio_of(request).project(request.path_params["id"])
     fmt = request.path_params["fmt"]
-    if fmt not in FORMATS:
-        raise BadRequest(f"unknown format {fmt!r}; one of: {', '.join(FORMATS)}")
+    if fmt not in (*FORMATS, "bundle"):
+        raise BadRequest(f"unknown format {fmt!r}; one of: {', '.join(FORMATS)}, bundle")
 
     def make() -> bytes:
         data.read_artifact(project, "final.md")
         try:
-            return render_format(load_article(project.dir, "final.md"), fmt, exported_at=now_iso())
+            article = load_article(project.dir, "final.md")
+            if fmt == "bundle":  # as `pensieve export --bundle --output X.zip`, in memory
+                from pensieve.publish.bundle import bundle_files, zip_bytes
+
+                return zip_bytes(bundle_files(article, exported_at=now_iso()))
+            return render_format(article, fmt, exported_at=now_iso())
         except UsageError as exc:
             raise NotFound(str(exc)) from None
 
@@ -215,12 +220,14 @@ async def export_download(request: Request) -> Response:
         "md": "text/markdown; charset=utf-8",
         "json": "application/json",
         "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "bundle": "application/zip",
     }[fmt]
+    filename = f"{project.id}-bundle.zip" if fmt == "bundle" else f"{project.id}.{fmt}"
     return Response(
         body,
         media_type=media,
         headers={
-            "content-disposition": f'attachment; filename="{project.id}.{fmt}"',
+            "content-disposition": f'attachment; filename="{filename}"',
             "content-security-policy": SANDBOX_CSP,
         },
     )
@@ -287,6 +294,13 @@ async def topics_page(request: Request) -> Response:
     return page(request, "topics.html", listed=listed, title="Topics - Pensieve studio")
 
 
+async def queue_page(request: Request) -> Response:
+    from pensieve.studio.queue import queue_view, worker_rows
+
+    view = await asyncio.to_thread(queue_view, api.studio_of(request).workspace)
+    return page(request, "queue.html", view=view, workers=worker_rows(view), title="Queue - Pensieve studio")
+
+
 async def root_redirect(request: Request) -> Response:
     return RedirectResponse("/", status_code=303)
 
@@ -331,6 +345,7 @@ def create_app(
         Route("/projects/{id}/sources/{sid}/raw", source_raw),
         Route("/projects/{id}/export/{fmt}", export_download),
         Route("/topics", topics_page),
+        Route("/queue", queue_page),
         *api.ROUTES,
         Mount("/static", StaticFiles(directory=str(HERE / "static"), follow_symlink=False), name="static"),
     ]
