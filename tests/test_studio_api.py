@@ -26,6 +26,7 @@ ROUTES = [
     ("GET", "/"),
     ("GET", "/new"),
     ("GET", "/topics"),
+    ("GET", "/queue"),
     ("GET", "/projects/p1"),
     ("GET", "/projects/p1/files/outline.md"),
     ("GET", "/projects/p1/read"),
@@ -33,6 +34,8 @@ ROUTES = [
     ("GET", "/projects/p1/sources"),
     ("GET", "/projects/p1/sources/S1"),
     ("GET", "/projects/p1/sources/S1/raw"),
+    ("GET", "/projects/p1/export/html"),
+    ("GET", "/projects/p1/export/bundle"),
     ("GET", "/static/studio.js"),
     ("GET", "/api/projects"),
     ("POST", "/api/projects"),
@@ -47,6 +50,7 @@ ROUTES = [
     ("GET", "/api/projects/p1/diff?a=draft_v1.md&b=draft_v2.md"),
     ("GET", "/api/projects/p1/sources"),
     ("GET", "/api/topics"),
+    ("GET", "/api/queue"),
 ]
 
 
@@ -376,6 +380,44 @@ def test_read_page_shows_citations_passages_references_and_exports(home: Home) -
     (project / "final.md").write_text((project / "final.md").read_text() + "\nMore.\n")
     assert "stale" in client().get("/projects/art/read").text
     assert client().get("/projects/p-none/read").status_code == 404
+
+
+def test_the_evidence_bundle_downloads_as_the_cli_makes_it_and_verifies(home: Home, tmp_path: Path) -> None:
+    import zipfile
+
+    from pensieve.publish.bundle import MANIFEST, verify_bundle
+    from tests.publish_fixtures import write_evidence as publish_evidence
+    from tests.publish_fixtures import write_final
+
+    project = make_project("art")
+    write_final(project, hostile=True)
+    publish_evidence(project, verdicts={"S3": "weak"})
+    assert 'href="/projects/art/export/bundle"' in client().get("/projects/art/read").text
+    response = client().get("/projects/art/export/bundle")
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/zip"
+    assert response.headers["content-disposition"] == 'attachment; filename="art-bundle.zip"'
+    assert response.headers["content-security-policy"].startswith("sandbox")
+    saved = tmp_path / "art-bundle.zip"
+    saved.write_bytes(response.content)
+    report = verify_bundle(saved)
+    assert report.ok, report.problems
+    with zipfile.ZipFile(saved) as archive:
+        names = set(archive.namelist())
+        manifest = json.loads(archive.read(MANIFEST))
+    assert {"index.html", "final.md", "evidence.json", MANIFEST} <= names
+    assert any(n.startswith("sources/") for n in names)
+    assert manifest["project"] == "art" and manifest["artifact"] == "final.md"
+    # The CLI's bundle of the same project holds the same files, with the same bytes
+    # (but for the export time, stamped in index.html and manifest.json).
+    cli = home.run("export", "art", "--bundle", "--output", str(tmp_path / "cli.zip"))
+    assert cli.exit_code == 0, cli.stderr
+    with zipfile.ZipFile(tmp_path / "cli.zip") as a, zipfile.ZipFile(saved) as b:
+        assert set(a.namelist()) == names
+        for name in names - {"index.html", MANIFEST}:
+            assert a.read(name) == b.read(name), name
+    assert not (project / "export").exists()  # the studio wrote nothing into the project
+    assert client().get("/projects/p-none/export/bundle").status_code == 404
 
 
 @pytest.mark.slow

@@ -212,7 +212,7 @@ def test_the_studio_starts_without_litellm_or_torch(home: Home, tmp_path: Path) 
         "c = TestClient(app, base_url='http://127.0.0.1:8765', headers={'Authorization': 'Bearer t'})\n"
         "for path in ('/', '/new', '/topics', '/api/projects'):\n"
         "    assert c.get(path).status_code == 200, path\n"
-        "heavy = [m for m in ('litellm', 'torch', 'sentence_transformers') if m in sys.modules]\n"
+        "heavy = [m for m in ('litellm', 'torch', 'sentence_transformers', 'dbos', 'sqlalchemy') if m in sys.modules]\n"
         "print(','.join(heavy))\n"
     )
     result = subprocess.run(
