@@ -60,6 +60,7 @@ def test_a_batch_s_projects_show_complete_as_pensieve_queue_json_shows_them(home
     assert shown["queued"] == shown["running"] == shown["failed"] == [] and shown["workers"] == []
     cli = home.run("queue", "--json")
     assert cli.exit_code == 0 and json.loads(cli.stdout) == shown  # the same object as the CLI's
+    assert "queue pensieve.default: 2 complete" in home.run("queue").stdout  # (shares the grouping)
 
     page = client().get("/queue").text
     assert "2 complete" in page and 'data-project="btrees" data-state="complete"' in page
