@@ -52,19 +52,11 @@ def _exit_now(code: int) -> NoReturn:
 
 
 def _check_models(settings: Settings, model: str | None, item_models: set[str | None]) -> None:
-    from pensieve import llm
+    from pensieve.preflight import check_models
     from pensieve.stages import STAGE_NAMES
 
     models = {m or model or settings.model_for(name) for m in item_models for name in STAGE_NAMES}
-    if None in models:
-        raise UsageError(
-            "no model configured: set llm.model in configs/pensieve.yaml, or PENSIEVE_MODEL, or pass --model, "
-            "or give each item a model"
-        )
-    for name in sorted(m for m in models if m):
-        problem = llm.key_problem(name, settings.llm.api_base)
-        if problem:
-            raise UsageError(problem)
+    check_models(models, settings, also=", or give each item a model")
 
 
 def batch(

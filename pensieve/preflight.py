@@ -62,17 +62,22 @@ def preflight(project: Project, settings: Settings, options: RunOptions, environ
                 f"stage {stage.name} needs {', '.join(missing)}; "
                 f"run the earlier stages first (pensieve run {project.id})"
             )
-    models = {options.model or settings.model_for(name) for name in selected}
+    check_models({options.model or settings.model_for(name) for name in selected}, settings)
+    return selected
+
+
+def check_models(models: set[str | None], settings: Settings, *, also: str = "") -> None:
+    """Refuse a run with a stage that has no model, or a model whose provider key is missing
+    (`also` names one more way to give a model, e.g. a batch item's own)."""
     if None in models:
         raise UsageError(
-            "no model configured: set llm.model in configs/pensieve.yaml, or PENSIEVE_MODEL, or pass --model "
-            "(e.g. openai/gpt-4o-mini, or ollama_chat/llama3.1 for a local model through Ollama)"
+            "no model configured: set llm.model in configs/pensieve.yaml, or PENSIEVE_MODEL, or pass --model"
+            f"{also} (e.g. openai/gpt-4o-mini, or ollama_chat/llama3.1 for a local model through Ollama)"
         )
     for model in sorted(m for m in models if m):
         problem = llm.key_problem(model, settings.llm.api_base)
         if problem:
             raise UsageError(problem)
-    return selected
 
 
 def preflight_warnings(settings: Settings, options: RunOptions) -> list[str]:
