@@ -6,6 +6,7 @@ torch: the pipeline and the model seam are imported inside `run` only.
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -130,6 +131,9 @@ def run(
 
     try:
         project, settings, options = guarded(prepare)
+        from pensieve.llm import start_import
+
+        start_import()  # litellm loads while the pipeline's modules, preflight and the lock do
         from pensieve.pipeline import preflight_warnings, run_project
         from pensieve.progress import make_reporter
 
@@ -426,4 +430,10 @@ def root(
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    finally:
+        # The process is ending: without this, the interpreter's last collections walk every
+        # object litellm and pydantic created (about a second after a run). Files are all
+        # written and closed by now; exit handlers still run.
+        gc.freeze()

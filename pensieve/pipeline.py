@@ -29,7 +29,7 @@ from pensieve.commit import (
     staged_artifact,
 )
 from pensieve.config import Settings
-from pensieve.errors import StageFailed
+from pensieve.errors import PensieveError, StageFailed
 from pensieve.events import EventBus, EventKind, EventLog, EventSink, Subscriber
 from pensieve.finishing import ContractFailed, Finisher, unfence
 from pensieve.model_client import StageModelClient
@@ -128,6 +128,9 @@ class Runner:
             raise
         except asyncio.CancelledError:
             self._interrupted(stage)
+            raise
+        except PensieveError as exc:  # e.g. litellm cannot be imported: the run stops, cleanly
+            self._fail(stage, str(exc))
             raise
         except Exception as exc:  # a bug in our code: record it, then let it propagate
             self._fail(stage, f"internal error: {type(exc).__name__}: {exc}")
@@ -370,6 +373,7 @@ def run_project(
     """Preflight, lock, run. Raises UsageError before touching anything if it cannot start."""
     env = dict(os.environ if environ is None else environ)
     selected = preflight(project, settings, options, env)
+    llm.start_import()  # the first request leaves as soon as litellm is importable
     with project.run_lock():
         runner = Runner(project, settings, options, reporter, env)
         return asyncio.run(runner.run(selected))
