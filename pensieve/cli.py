@@ -176,8 +176,10 @@ def list_(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -> None
     """Show every project of the workspace and where it stands."""
 
     def action() -> list[ProjectRow]:
+        from pensieve.config_files import check_config
         from pensieve.project_list import summarize_projects
 
+        check_config()  # a bad configuration is reported here too (cheap once validated)
         return summarize_projects(workspace_of(workspace))
 
     rows = guarded(action)

@@ -74,7 +74,7 @@ def _flat_rows_json(data: object) -> str | None:
 
 
 def workspace_of(name: str) -> Workspace:
-    from pensieve.config import pensieve_home
+    from pensieve.config_files import pensieve_home
     from pensieve.workspace import open_workspace
 
     return open_workspace(pensieve_home(), name)

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from pensieve.config_files import _ENV_OVERRIDES, config_path, pensieve_home
 from pensieve.errors import UsageError, format_validation_error
 from pensieve.stages import BY_NAME, STAGE_NAMES
 
@@ -197,33 +198,6 @@ class Settings(_Section):
         return agent.max_rounds if agent and agent.max_rounds else self.llm.max_rounds
 
 
-def pensieve_home(environ: dict[str, str] | None = None) -> Path:
-    env = os.environ if environ is None else environ
-    return Path(env.get("PENSIEVE_HOME") or ".").expanduser().resolve()
-
-
-def config_path(home: Path, environ: dict[str, str] | None = None) -> Path | None:
-    """The config file in force: PENSIEVE_CONFIG, else configs/pensieve.yaml under home."""
-    env = os.environ if environ is None else environ
-    named = env.get("PENSIEVE_CONFIG")
-    if named:
-        path = Path(named).expanduser()
-        if not path.is_file():
-            raise UsageError(f"PENSIEVE_CONFIG names {path}, which is not a file; fix the path or unset it")
-        return path
-    default = home / "configs" / "pensieve.yaml"
-    return default if default.is_file() else None
-
-
-# Environment variables that override config keys (the env layer sits above the file).
-_ENV_OVERRIDES: dict[str, tuple[str, str, type]] = {
-    "PENSIEVE_MODEL": ("llm", "model", str),
-    "PENSIEVE_API_BASE": ("llm", "api_base", str),
-    "PENSIEVE_SEARCH_PROVIDER": ("search", "provider", str),
-    "PENSIEVE_SEARCH_ENDPOINT": ("search", "endpoint", str),
-}
-
-
 def _read_yaml(path: Path) -> dict[str, Any]:
     import yaml  # local: only commands that load config pay for it
 
@@ -280,3 +254,4 @@ def load_settings(
                 problem = format_validation_error(exc, noun="key", limit=1)
                 raise UsageError(f"override {section}.{key}: {problem}") from None
     return settings
+

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import secrets
-import unicodedata
 
 # Zero-width and bidi controls: invisible, and the usual carriers of hidden instructions.
 # (The citation check drops them too before matching a quotation.)
@@ -17,6 +16,9 @@ INVISIBLE = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
     "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e007f]"
 )
+# Unicode category Cc (C0, DEL, C1) but newline and tab: the same as testing each
+# character's unicodedata.category, a regex pass instead of a Python loop.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SPACES = re.compile(r"[ \t\f\v\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+")
 _BLANK_LINES = re.compile(r"\n\s*\n(\s*\n)+")
 
@@ -25,7 +27,7 @@ def sanitize(text: str, *, collapse_whitespace: bool = True) -> str:
     """Strip control, zero-width and bidi characters; optionally collapse whitespace."""
     text = INVISIBLE.sub("", text)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch) != "Cc")
+    text = _CONTROL.sub("", text)
     if collapse_whitespace:
         text = _SPACES.sub(" ", text)
         text = "\n".join(line.strip() for line in text.split("\n"))
