@@ -97,17 +97,23 @@ def main() -> None:
                 "OPENAI_API_KEY": "sk-bench-not-a-key",
                 "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
             }
-            print(f"{'run':<5}{'wall s':>8}{'critical s':>12}{'calls':>7}{'litellm s':>11}{'overhead s':>12}{'ratio':>8}")
+            header = (
+                ("wall s", 8),
+                ("critical s", 12),
+                ("calls", 7),
+                ("litellm s", 11),
+                ("overhead s", 12),
+                ("ratio", 8),
+            )
+            print(f"{'run':<5}" + "".join(f"{label:>{width}}" for label, width in header))
             for number in range(args.repeat):
                 litellm = time_import_litellm(env)
                 wall, critical, calls = one_run(model, env, number)
                 overhead = wall - litellm - critical
                 ratio = (wall - litellm) / critical
                 rows.append((wall, critical, litellm, overhead, ratio))
-                print(
-                    f"{number + 1:<5}{wall:>8.2f}{critical:>12.2f}{calls:>7}{litellm:>11.2f}{overhead:>12.2f}{ratio:>8.3f}",
-                    flush=True,
-                )
+                figures = f"{wall:>8.2f}{critical:>12.2f}{calls:>7}{litellm:>11.2f}{overhead:>12.2f}{ratio:>8.3f}"
+                print(f"{number + 1:<5}{figures}", flush=True)
     finally:
         model.stop()
     wall, critical, litellm, overhead, ratio = (statistics.median(column) for column in zip(*rows, strict=True))

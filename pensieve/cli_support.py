@@ -45,7 +45,7 @@ def print_json(data: object) -> None:
 
 def _scalar_json(value: object) -> str | None:
     if isinstance(value, str):
-        return json.encoder.encode_basestring(value)  # type: ignore[attr-defined]
+        return json.encoder.encode_basestring(value)
     if value is None or isinstance(value, bool):
         return {None: "null", True: "true", False: "false"}[value]
     if isinstance(value, int):
@@ -68,7 +68,7 @@ def _flat_rows_json(data: object) -> str | None:
             text = _scalar_json(value)
             if text is None or not isinstance(key, str):
                 return None
-            lines.append(f"    {json.encoder.encode_basestring(key)}: {text}")  # type: ignore[attr-defined]
+            lines.append(f"    {json.encoder.encode_basestring(key)}: {text}")
         rows.append("  {\n" + ",\n".join(lines) + "\n  }")
     return "[\n" + ",\n".join(rows) + "\n]"
 

@@ -254,4 +254,3 @@ def load_settings(
                 problem = format_validation_error(exc, noun="key", limit=1)
                 raise UsageError(f"override {section}.{key}: {problem}") from None
     return settings
-

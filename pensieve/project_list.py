@@ -152,7 +152,8 @@ def _load_cache(workspace: Workspace) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict) or data.get("version") != _CACHE_VERSION or not isinstance(data.get("rows"), dict):
         return {}
-    return data["rows"]
+    rows: dict[str, Any] = data["rows"]
+    return rows
 
 
 def _cached_row(entry: object, key: list[list[int] | None]) -> ProjectRow | None:
