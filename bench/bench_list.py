@@ -116,6 +116,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--code",
+        type=Path,
+        default=Path(__file__).resolve().parents[1],
+        help="the Pensieve checkout to run (to compare two)",
+    )
     args = parser.parse_args()
     # A live process that holds no lock of ours: the `running` projects' owner.
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
@@ -126,7 +132,7 @@ def main() -> None:
                 **os.environ,
                 "PENSIEVE_HOME": str(home),
                 "PENSIEVE_CONFIG": "",
-                "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+                "PYTHONPATH": str(args.code.resolve()),
             }
             os.environ.update(PENSIEVE_HOME=str(home), PENSIEVE_CONFIG="")
             floor, _ = median_run([sys.executable, "-c", "import typer, yaml"], env, args.repeat)

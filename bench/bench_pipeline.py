@@ -78,6 +78,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--delay", type=float, default=1.0, help="seconds per model reply")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--code",
+        type=Path,
+        default=Path(__file__).resolve().parents[1],
+        help="the Pensieve checkout to run (to compare two)",
+    )
     args = parser.parse_args()
     model = FakeModel().start()
     for stage in STAGES:
@@ -95,7 +101,7 @@ def main() -> None:
                 "PENSIEVE_HOME": home,
                 "PENSIEVE_CONFIG": "",
                 "OPENAI_API_KEY": "sk-bench-not-a-key",
-                "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+                "PYTHONPATH": str(args.code.resolve()),
             }
             header = (
                 ("wall s", 8),
