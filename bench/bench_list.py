@@ -119,8 +119,9 @@ def main() -> None:
     parser.add_argument(
         "--code",
         type=Path,
-        default=Path(__file__).resolve().parents[1],
-        help="the Pensieve checkout to run (to compare two)",
+        nargs="+",
+        default=[Path(__file__).resolve().parents[1]],
+        help="the Pensieve checkout(s) whose CLI to run, in turn (list_projects is always this one's)",
     )
     args = parser.parse_args()
     # A live process that holds no lock of ours: the `running` projects' owner.
@@ -128,27 +129,30 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory(prefix="pensieve-bench-") as tmp:
             home = Path(tmp)
-            env = {
-                **os.environ,
-                "PENSIEVE_HOME": str(home),
-                "PENSIEVE_CONFIG": "",
-                "PYTHONPATH": str(args.code.resolve()),
-            }
+            base = {**os.environ, "PENSIEVE_HOME": str(home), "PENSIEVE_CONFIG": ""}
             os.environ.update(PENSIEVE_HOME=str(home), PENSIEVE_CONFIG="")
-            floor, _ = median_run([sys.executable, "-c", "import typer, yaml"], env, args.repeat)
-            print(f"python -c 'import typer, yaml': {floor:.3f} s (median of {args.repeat})")
-            print(f"{'projects':>9}{'list --json s':>15}{'x floor':>9}{'ms/project':>12}{'list_projects s':>17}")
+            print(f"medians of {args.repeat} fresh processes; the floor is python -c 'import typer, yaml'")
+            print(f"{'projects':>9}{'floor s':>9}{'list --json s':>15}{'x floor':>9}{'ms/project':>12}  code")
             for size in args.sizes:
                 workspace = build_workspace(home, size, sleeper.pid)
                 cmd = [sys.executable, "-m", "pensieve", "list", "--json", "--workspace", workspace.name]
-                floor, _ = median_run([sys.executable, "-c", "import typer, yaml"], env, args.repeat)
-                seconds, output = median_run(cmd, env, args.repeat)
-                check_rows(output, size)
-                tool = tool_seconds(workspace, args.repeat)
-                print(
-                    f"{size:>9,}{seconds:>15.3f}{seconds / floor:>9.2f}{seconds / size * 1e3:>12.3f}{tool:>17.3f}",
-                    flush=True,
-                )
+                floors: list[float] = []
+                times: dict[Path, list[float]] = {code: [] for code in args.code}
+                for _ in range(args.repeat):  # interleaved: the machine's load hits all alike
+                    floors.append(median_run([sys.executable, "-c", "import typer, yaml"], base, 1)[0])
+                    for code in args.code:
+                        seconds, output = median_run(cmd, {**base, "PYTHONPATH": str(code.resolve())}, 1)
+                        check_rows(output, size)
+                        times[code].append(seconds)
+                floor = statistics.median(floors)
+                for code, runs in times.items():
+                    seconds = statistics.median(runs)
+                    print(
+                        f"{size:>9,}{floor:>9.3f}{seconds:>15.3f}{seconds / floor:>9.2f}"
+                        f"{seconds / size * 1e3:>12.3f}  {code}",
+                        flush=True,
+                    )
+                print(f"{'':>9}list_projects tool in-process: {tool_seconds(workspace, args.repeat):.3f} s", flush=True)
     finally:
         sleeper.kill()
         sleeper.wait()

@@ -151,11 +151,6 @@ def slugify(text: str, max_len: int = 48) -> str:
     return slug or "article"
 
 
-def valid_name(name: str) -> bool:
-    """Whether `name` is a well-formed workspace or project id (see check_name)."""
-    return bool(_NAME_RE.match(name)) and name not in {".", ".."}
-
-
 def check_name(kind: str, name: str) -> str:
     """Validate a workspace or project id so it can never escape its parent directory."""
     if not _NAME_RE.match(name) or name in {".", ".."}:

@@ -1,5 +1,6 @@
 """The speed-ups of issue 16 keep behaviour: litellm imported in the background (and a
-broken installation reported in one line), the cached `list` rows, the cheap config check."""
+broken installation reported in one line), `list` checking the configuration cheaply, the
+faster JSON writer and sanitizer."""
 
 from __future__ import annotations
 
@@ -68,43 +69,6 @@ def _listed(home: Home) -> dict[str, dict[str, object]]:
     return {row["id"]: row for row in json.loads(result.stdout)}
 
 
-def test_list_cache_follows_every_change_of_the_files(home: Home) -> None:
-    first, second = home.new("How B-trees keep databases fast"), home.new("Why the sky is blue")
-    before = _listed(home)
-    cache = home.path / "workspaces" / "default" / ".list-cache.json"
-    assert cache.is_file() and set(json.loads(cache.read_text())["rows"]) == {first, second}
-    assert _listed(home) == before  # from the cache: the same rows
-
-    # status.json rewritten (atomically, as Pensieve writes it): the new state is shown.
-    status_path = home.project_dir(first) / "status.json"
-    status = json.loads(status_path.read_text())
-    status["status"], status["problems"] = "error", ["a", "b"]
-    replacement = status_path.with_name("status.tmp")
-    replacement.write_text(json.dumps(status))
-    replacement.replace(status_path)
-    assert (_listed(home)[first]["status"], _listed(home)[first]["problems"]) == ("error", 2)
-
-    # Edited in place with the same size: still noticed.
-    brief = home.project_dir(second) / "brief.md"
-    brief.write_text(brief.read_text().replace("blue", "BLUE"))
-    assert "BLUE" in str(_listed(home)[second]["brief"])
-
-    # Unreadable, then repaired by hand.
-    good = status_path.read_text()
-    status_path.write_text("{broken")
-    assert _listed(home)[first]["status"] == "unreadable"
-    status_path.write_text(good)
-    assert _listed(home)[first]["status"] == "error"
-
-    # A project removed, another added.
-    import shutil
-
-    shutil.rmtree(home.project_dir(second))
-    third = home.new("How tides work")
-    assert set(_listed(home)) == {first, third}
-    assert set(json.loads(cache.read_text())["rows"]) == {first, third}
-
-
 def test_list_asks_every_time_whether_a_running_project_is_alive(home: Home, tmp_path: Path) -> None:
     pid = home.new()
     status_path = home.project_dir(pid) / "status.json"
@@ -115,22 +79,11 @@ def test_list_asks_every_time_whether_a_running_project_is_alive(home: Home, tmp
     try:
         (home.project_dir(pid) / ".run.lock").write_text(str(sleeper.pid))
         assert _listed(home)[pid]["status"] == "running"
-        assert _listed(home)[pid]["status"] == "running"  # cached row, live process
+        assert _listed(home)[pid]["status"] == "running"  # asked again: still alive
     finally:
         sleeper.kill()
         sleeper.wait()
     assert _listed(home)[pid]["status"] == "paused"  # same files, the process is gone
-
-
-def test_a_damaged_or_unwritable_list_cache_changes_nothing(home: Home) -> None:
-    pid = home.new()
-    cache = home.path / "workspaces" / "default" / ".list-cache.json"
-    cache.write_text("not json at all")  # ignored, then rewritten
-    assert _listed(home)[pid]["status"] == "pending"
-    assert pid in json.loads(cache.read_text())["rows"]
-    cache.unlink()
-    cache.mkdir()  # cannot be written (as a read-only workspace): listed all the same
-    assert _listed(home)[pid]["status"] == "pending"
 
 
 def test_sanitize_drops_exactly_the_control_characters_it_always_dropped() -> None:
@@ -142,3 +95,35 @@ def test_sanitize_drops_exactly_the_control_characters_it_always_dropped() -> No
     reference = INVISIBLE.sub("", every).replace("\r\n", "\n").replace("\r", "\n")
     reference = "".join(ch for ch in reference if ch in "\n\t" or unicodedata.category(ch) != "Cc").strip()
     assert sanitize(every, collapse_whitespace=False) == reference
+
+
+def test_list_checks_the_configuration_and_remembers_only_a_valid_one(home: Home) -> None:
+    from pensieve.config_files import CONFIG_CHECK_CACHE
+
+    pid = home.new()
+    record = home.path / CONFIG_CHECK_CACHE
+    record.unlink(missing_ok=True)
+    assert pid in _listed(home) and record.is_file()
+    assert pid in _listed(home)  # checked again from the record
+    home.configure(llm={"modle": "typo"})  # the file changed: validated again, and refused
+    result = home.run("list", "--json")
+    assert result.exit_code == 2 and "llm.modle: unknown key" in result.stderr and result.stdout == ""
+    config = home.config()
+    del config["llm"]["modle"]
+    home.config_path.write_text(__import__("yaml").safe_dump(config))
+    assert pid in _listed(home)
+    home.monkeypatch.setenv("PENSIEVE_SEARCH_PROVIDER", "altavista")  # an override counts too
+    result = home.run("list", "--json")
+    assert result.exit_code == 2 and "search.provider" in result.stderr
+
+
+def test_print_json_writes_rows_exactly_as_json_dumps_would() -> None:
+    from pensieve.cli_support import _flat_rows_json
+
+    rows = [
+        {"id": "a", "brief": 'quote " back\\slash \u00e9 \u2028 \x00 tab\t', "n": 3, "none": None, "yes": True},
+        {"id": "b", "brief": "", "n": -1, "none": None, "yes": False},
+    ]
+    assert _flat_rows_json(rows) == json.dumps(rows, indent=2, ensure_ascii=False)
+    for other in ([], [{}], [{"a": [1]}], [{"a": 1.5}], {"a": 1}):
+        assert _flat_rows_json(other) is None  # written by json.dumps itself
