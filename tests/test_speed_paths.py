@@ -125,5 +125,6 @@ def test_print_json_writes_rows_exactly_as_json_dumps_would() -> None:
         {"id": "b", "brief": "", "n": -1, "none": None, "yes": False},
     ]
     assert _flat_rows_json(rows) == json.dumps(rows, indent=2, ensure_ascii=False)
-    for other in ([], [{}], [{"a": [1]}], [{"a": 1.5}], {"a": 1}):
+    others: list[object] = [[], [{}], [{"a": [1]}], [{"a": 1.5}], {"a": 1}]
+    for other in others:
         assert _flat_rows_json(other) is None  # written by json.dumps itself
