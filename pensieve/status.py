@@ -114,6 +114,16 @@ def load_status(path: Path, *, keep_copy: bool = True) -> Status:
         raw = path.read_bytes()
     except FileNotFoundError:
         raise CorruptState(f"{path} is missing; the project directory is incomplete") from None
+    try:
+        # The usual case in one pass (JSON straight into the model); anything else takes the
+        # step-by-step path below, which says precisely what is wrong.
+        quick = Status.model_validate_json(raw)
+    except ValueError:  # ValidationError is one
+        quick = None
+    if quick is not None and "schema_version" in quick.model_fields_set and quick.schema_version == SCHEMA_VERSION:
+        for name in STAGE_NAMES:
+            quick.stages.setdefault(name, StageStatus())
+        return quick
     problem: str | None = None
     try:
         data = json.loads(raw.decode("utf-8"))
