@@ -6,6 +6,7 @@ torch: the pipeline and the model seam are imported inside `run` only.
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -147,6 +148,9 @@ def run(
 
     try:
         project, settings, options = guarded(prepare)
+        from pensieve.llm import start_import
+
+        start_import()  # litellm loads while the pipeline's modules, preflight and the lock do
         from pensieve.pipeline import preflight_warnings, run_project
         from pensieve.progress import make_reporter
 
@@ -193,6 +197,7 @@ def list_(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -> None
     def action() -> list[ProjectRow]:
         from pensieve.project_list import summarize_projects
 
+        # workspace_of checks the configuration (cheap once validated, see config_files).
         return summarize_projects(workspace_of(workspace))
 
     rows = guarded(action)
@@ -495,4 +500,10 @@ def main() -> None:
                 "error: a command-line argument is not valid UTF-8 text; check the terminal's encoding", markup=False
             )
             raise SystemExit(2)
-    app()
+    try:
+        app()
+    finally:
+        # The process is ending: without this, the interpreter's last collections walk every
+        # object litellm and pydantic created (about a second after a run). Files are all
+        # written and closed by now; exit handlers still run.
+        gc.freeze()

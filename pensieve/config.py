@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from pensieve.config_files import _ENV_OVERRIDES, config_path
+from pensieve.config_files import pensieve_home as pensieve_home  # re-exported: callers import it from here
 from pensieve.errors import UsageError, format_validation_error
 from pensieve.stages import BY_NAME, STAGE_NAMES
 
@@ -404,33 +406,6 @@ class Settings(_Section):
         return agent.max_rounds if agent and agent.max_rounds else self.llm.max_rounds
 
 
-def pensieve_home(environ: dict[str, str] | None = None) -> Path:
-    env = os.environ if environ is None else environ
-    return Path(env.get("PENSIEVE_HOME") or ".").expanduser().resolve()
-
-
-def config_path(home: Path, environ: dict[str, str] | None = None) -> Path | None:
-    """The config file in force: PENSIEVE_CONFIG, else configs/pensieve.yaml under home."""
-    env = os.environ if environ is None else environ
-    named = env.get("PENSIEVE_CONFIG")
-    if named:
-        path = Path(named).expanduser()
-        if not path.is_file():
-            raise UsageError(f"PENSIEVE_CONFIG names {path}, which is not a file; fix the path or unset it")
-        return path
-    default = home / "configs" / "pensieve.yaml"
-    return default if default.is_file() else None
-
-
-# Environment variables that override config keys (the env layer sits above the file).
-_ENV_OVERRIDES: dict[str, tuple[str, str, type]] = {
-    "PENSIEVE_MODEL": ("llm", "model", str),
-    "PENSIEVE_API_BASE": ("llm", "api_base", str),
-    "PENSIEVE_SEARCH_PROVIDER": ("search", "provider", str),
-    "PENSIEVE_SEARCH_ENDPOINT": ("search", "endpoint", str),
-}
-
-
 def _read_yaml(path: Path) -> dict[str, Any]:
     import yaml  # local: only commands that load config pay for it
 
@@ -469,14 +444,10 @@ class _SettingsForChecking(Settings):
         return value
 
 
-def check_config(home: Path | None = None, environ: dict[str, str] | None = None) -> None:
-    """Validate the configuration as `load_settings` would (raises the same UsageError),
-    cheaply: every command calls it, `list` included. Nothing to read: nothing to check."""
-    env = dict(os.environ if environ is None else environ)
-    home = home or pensieve_home(env)
+def validate_config(home: Path, env: dict[str, str]) -> None:
+    """Validate the configuration as `load_settings` would (raises the same UsageError)
+    without building what only a run needs; `config_files.check_config` calls it."""
     path = config_path(home, env)
-    if path is None and not any(env.get(var) for var in _ENV_OVERRIDES):
-        return
     # Tool names in `limits:` can only be checked against the catalog itself.
     data = _read_yaml(path) if path else {}
     _build(Settings if "limits" in data else _SettingsForChecking, path, data, env, None)

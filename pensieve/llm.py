@@ -9,6 +9,7 @@ raised, stored or shown.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import ipaddress
 import json
 import math
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from pensieve.errors import PensieveError
 from pensieve.redact import scrub
 
 
@@ -150,27 +152,46 @@ def call_gate(model: str, api_base: str | None, limit: int) -> CallGate:
 
 
 _litellm: Any = None
+_import_lock = threading.Lock()
+_import_thread: threading.Thread | None = None
+# Modules litellm imports on its first call (the OpenAI client's resources, ~0.4 s):
+# imported by the background import too, so the first request does not wait for them.
+_FIRST_CALL_MODULES = ("openai.resources",)
+
+
+class ModelLibraryError(PensieveError):
+    """litellm cannot be imported: the installation is broken (exit 2)."""
+
+    exit_code = 2
 
 
 def _import_litellm() -> Any:
+    """litellm, imported once (waiting for the background import if one is under way)."""
     global _litellm
-    if _litellm is None:
-        # Without this litellm fetches its price list from the network at import time.
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import logging
+    with _import_lock:
+        if _litellm is None:
+            # Without this litellm fetches its price list from the network at import time.
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            import logging
 
-        import litellm
+            try:
+                import litellm
+            except Exception as exc:  # a missing or broken installation, not a bug of ours
+                raise ModelLibraryError(
+                    f"cannot import litellm ({type(exc).__name__}: {scrub(str(exc))[:200]}); "
+                    "reinstall Pensieve's dependencies (pip install -e . or pip install litellm)"
+                ) from None
 
-        litellm.suppress_debug_info = True
-        # Not drop_params: on a 422 it re-sends the call itself, a second retry layer. The
-        # parameters a model does not support are left out in `complete` instead.
-        litellm.drop_params = False
-        litellm.num_retries = 0
-        litellm.telemetry = False
-        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx", "httpcore", "openai"):
-            logging.getLogger(name).setLevel(logging.CRITICAL)
-        _one_logging_worker_per_loop()
-        _litellm = litellm
+            litellm.suppress_debug_info = True
+            # Not drop_params: on a 422 it re-sends the call itself, a second retry layer. The
+            # parameters a model does not support are left out in `complete` instead.
+            litellm.drop_params = False
+            litellm.num_retries = 0
+            litellm.telemetry = False
+            for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx", "httpcore", "openai"):
+                logging.getLogger(name).setLevel(logging.CRITICAL)
+            _one_logging_worker_per_loop()
+            _litellm = litellm
     return _litellm
 
 
@@ -213,6 +234,27 @@ def _one_logging_worker_per_loop() -> None:
     if current is None or factory is None or isinstance(current, _PerLoopLoggingWorker):
         return
     setattr(logging_worker, "GLOBAL_LOGGING_WORKER", _PerLoopLoggingWorker(factory, current))  # noqa: B010
+
+
+def _import_in_background() -> None:
+    try:
+        _import_litellm()
+        for name in _FIRST_CALL_MODULES:
+            importlib.import_module(name)
+    except Exception:  # noqa: S110 - the first real use imports again and reports it
+        pass
+
+
+def start_import() -> None:
+    """Start importing litellm in a background thread (once): a run calls this as soon as it
+    knows it needs a model, so the import overlaps the work before the first request
+    (preflight, the lock, recovery). A failure is not reported here: the first use of
+    litellm imports again and raises ModelLibraryError with the reason."""
+    global _import_thread
+    if _litellm is not None or _import_thread is not None:
+        return
+    _import_thread = threading.Thread(target=_import_in_background, name="pensieve-import-litellm", daemon=True)
+    _import_thread.start()
 
 
 # Sent as the API key to a server of one's own (llama.cpp's llama-server, vLLM, LM Studio,

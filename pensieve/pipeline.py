@@ -154,6 +154,9 @@ class Runner:
         except asyncio.CancelledError:
             self._interrupted(stage)
             raise
+        except PensieveError as exc:  # e.g. litellm cannot be imported: the run stops, cleanly
+            self._fail(stage, str(exc))
+            raise
         except Exception as exc:  # a bug in our code: record it, then let it propagate
             self._fail(stage, f"internal error: {type(exc).__name__}: {exc}")
             raise
@@ -534,6 +537,7 @@ def run_project(
     """Preflight, lock, run. Raises UsageError before touching anything if it cannot start."""
     env = dict(os.environ if environ is None else environ)
     selected = preflight(project, settings, options, env)
+    llm.start_import()  # the first request leaves as soon as litellm is importable
     with project.run_lock():
         project.refuse_links()  # again under the lock: nothing Pensieve writes may be a link
         runner = Runner(project, settings, options, reporter, env)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from pensieve.errors import CorruptState, UsageError
 from pensieve.status import Status, load_status
@@ -14,6 +15,7 @@ from pensieve.workspace import (
     BRIEF_FILE,
     LOCK_FILE,
     MAX_BRIEF_BYTES,
+    STATUS_FILE,
     Project,
     Workspace,
     create_project,
@@ -40,8 +42,12 @@ def new_project(workspace: Workspace, brief: str, project_id: str | None = None)
 
 def lock_holder(project: Project) -> int | None:
     """The pid in the project's lock file if that process is alive (no locking, no waiting)."""
+    return _live_pid_in(os.path.join(project.dir, LOCK_FILE))
+
+
+def _live_pid_in(lock_path: str) -> int | None:
     try:
-        raw = read_file_nofollow(project.dir / LOCK_FILE, 64).decode("ascii", errors="replace").strip()
+        raw = read_file_nofollow(lock_path, 64).decode("ascii", errors="replace").strip()
     except OSError:
         return None
     if not raw.isdigit():
@@ -100,38 +106,55 @@ def summarize(project: Project) -> ProjectRow | None:
 
 def summarize_with_status(project: Project) -> tuple[ProjectRow, Status | None] | None:
     """The project's row and the status it was read from (None when unreadable)."""
-    if any(path.is_symlink() for path in (project.dir, project.dir / BRIEF_FILE, project.status_path)):
+    return _summarize(project.id, str(project.dir))
+
+
+def _summarize(project_id: str, directory: str) -> tuple[ProjectRow, Status | None] | None:
+    # Plain strings, not Paths: over 10,000 projects pathlib's joins cost more than reading.
+    status_path = os.path.join(directory, STATUS_FILE)
+    brief_path = os.path.join(directory, BRIEF_FILE)
+    if any(os.path.islink(path) for path in (directory, brief_path, status_path)):
         # Planted links are never followed (a sibling's brief would show as this one's).
-        return ProjectRow(project.id, "unreadable", None, None, "(contains a symbolic link)", False), None
-    has_brief = (project.dir / BRIEF_FILE).is_file()
-    if not project.status_path.is_file():
+        return ProjectRow(project_id, "unreadable", None, None, "(contains a symbolic link)", False), None
+    has_brief = os.path.isfile(brief_path)
+    if not os.path.isfile(status_path):
         return None
-    brief = project.read_brief()
     try:
-        status = load_status(project.status_path, keep_copy=False)
+        with open(brief_path, encoding="utf-8", errors="replace") as handle:
+            brief = handle.read()
+    except OSError:
+        brief = ""
+    try:
+        status = load_status(Path(status_path), keep_copy=False)
     except CorruptState:
-        return ProjectRow(project.id, "unreadable", None, None, brief, has_brief), None
+        return ProjectRow(project_id, "unreadable", None, None, brief, has_brief), None
     current = status.current_stage or status.first_unfinished()
+    state = status.status
+    if state == "running" and _live_pid_in(os.path.join(directory, LOCK_FILE)) is None:
+        state = "paused"  # see effective_status
     row = ProjectRow(
-        project.id,
-        effective_status(project, status),
+        project_id,
+        state,
         current,
         status.updated_at,
         brief,
         has_brief,
         problems=len(status.problems),
-        supported_share=_supported_share(project),
+        supported_share=_supported_share(directory),
     )
     return row, status
 
 
-def _supported_share(project: Project) -> float | None:
-    from pensieve.evidence.store import latest_summary
+def _supported_share(directory: str) -> float | None:
+    from pensieve.evidence.store import EVIDENCE_FILE, latest_summary
 
-    summary = latest_summary(project.dir)
+    if not os.path.isfile(os.path.join(directory, EVIDENCE_FILE)):
+        return None  # the usual case at scale: nothing to read
+    summary = latest_summary(Path(directory))
     return summary.supported_share if summary is not None and summary.current else None
 
 
 def summarize_projects(workspace: Workspace) -> list[ProjectRow]:
-    rows = [summarize(project) for project in workspace.projects()]
-    return [row for row in rows if row is not None]
+    base = str(workspace.projects_dir)
+    found = [_summarize(project.id, os.path.join(base, project.id)) for project in workspace.projects()]
+    return [row for row, _status in (f for f in found if f is not None)]

@@ -120,6 +120,16 @@ def load_status(path: Path, *, keep_copy: bool = True) -> Status:
     except OSError as exc:
         # A link (ELOOP), a directory, a file we may not read: refused, never followed or reset.
         raise CorruptState(f"{path} cannot be read ({exc.strerror}); it must be a regular file") from None
+    try:
+        # The usual case in one pass (JSON straight into the model); anything else takes the
+        # step-by-step path below, which says precisely what is wrong.
+        quick = Status.model_validate_json(raw)
+    except ValueError:  # ValidationError is one
+        quick = None
+    if quick is not None and "schema_version" in quick.model_fields_set and quick.schema_version == SCHEMA_VERSION:
+        for name in STAGE_NAMES:
+            quick.stages.setdefault(name, StageStatus())
+        return quick
     problem: str | None = None
     try:
         data = json.loads(raw.decode("utf-8"))

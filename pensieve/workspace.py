@@ -43,7 +43,7 @@ _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 MAX_BRIEF_BYTES = 100_000
 
 
-def read_file_nofollow(path: Path, limit: int | None = None) -> bytes:
+def read_file_nofollow(path: str | Path, limit: int | None = None) -> bytes:
     """A file's bytes (at most `limit`), refusing a symbolic link (OSError ELOOP): a link
     planted in a project must not make Pensieve read a file elsewhere."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)

@@ -1,0 +1,101 @@
+"""Where the configuration is, and a cheap check that it is valid, without pydantic.
+
+`pensieve.config` builds the typed Settings (and re-exports what is here); read-only
+commands that only need to know the configuration is valid call `check_config`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+from pensieve.errors import UsageError
+
+__all__ = ["CONFIG_CHECK_CACHE", "check_config", "config_path", "pensieve_home"]
+
+
+def pensieve_home(environ: dict[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    return Path(env.get("PENSIEVE_HOME") or ".").expanduser().resolve()
+
+
+def config_path(home: Path, environ: dict[str, str] | None = None) -> Path | None:
+    """The config file in force: PENSIEVE_CONFIG, else configs/pensieve.yaml under home."""
+    env = os.environ if environ is None else environ
+    named = env.get("PENSIEVE_CONFIG")
+    if named:
+        path = Path(named).expanduser()
+        if not path.is_file():
+            raise UsageError(f"PENSIEVE_CONFIG names {path}, which is not a file; fix the path or unset it")
+        return path
+    default = home / "configs" / "pensieve.yaml"
+    return default if default.is_file() else None
+
+
+# Environment variables that override config keys (the env layer sits above the file).
+_ENV_OVERRIDES: dict[str, tuple[str, str, type]] = {
+    "PENSIEVE_MODEL": ("llm", "model", str),
+    "PENSIEVE_API_BASE": ("llm", "api_base", str),
+    "PENSIEVE_SEARCH_PROVIDER": ("search", "provider", str),
+    "PENSIEVE_SEARCH_ENDPOINT": ("search", "endpoint", str),
+}
+
+
+# -- a cheap check for read-only commands ---------------------------------------------------
+CONFIG_CHECK_CACHE = Path(".cache") / "config-checked.json"  # under PENSIEVE_HOME
+
+
+def _code_identity() -> list[list[object]]:
+    """What the validity of a configuration depends on besides the file: this Pensieve's code
+    (the sections here, the stage names, the tool catalog), by file identity."""
+    found: list[list[object]] = []
+    package = Path(__file__).parent
+    for folder in (package, package / "tools"):
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.endswith(".py"):
+                    info = entry.stat()
+                    found.append([str(folder.name), entry.name, info.st_size, info.st_mtime_ns, info.st_ino])
+    return sorted(found, key=lambda item: (str(item[0]), str(item[1])))
+
+
+def _check_key(path: Path | None, env: dict[str, str]) -> str:
+    import json
+
+    from pensieve import __version__
+
+    file: list[object] | None = None
+    if path is not None:
+        info = path.stat()
+        file = [str(path.resolve()), info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+    overrides = {var: env.get(var) for var in _ENV_OVERRIDES}
+    return json.dumps([__version__, file, overrides, _code_identity()])
+
+
+def check_config(home: Path | None = None, environ: dict[str, str] | None = None) -> None:
+    """Validate the configuration exactly as load_settings does (UsageError naming the bad
+    key), for commands that only need to know it is valid (`list`). A configuration that
+    was validated before, unchanged since (the same file, environment overrides and
+    Pensieve code), is not validated again: no pydantic, no tool modules to import."""
+    env = dict(os.environ if environ is None else environ)
+    home = home or pensieve_home(env)
+    path = config_path(home, env)
+    if path is None and not any(env.get(var) for var in _ENV_OVERRIDES):
+        return  # nothing to read: nothing to check
+    try:
+        key = _check_key(path, env)
+    except OSError:  # the file went away meanwhile: load_settings says what is wrong
+        key = ""
+    with contextlib.suppress(OSError, ValueError):
+        if key and (home / CONFIG_CHECK_CACHE).read_text(encoding="utf-8") == key:
+            return
+    from pensieve.config import validate_config
+
+    validate_config(home, env)
+    if key:
+        from pensieve.workspace import atomic_write_text
+
+        with contextlib.suppress(OSError):  # an unwritable home is checked every time
+            (home / CONFIG_CHECK_CACHE).parent.mkdir(exist_ok=True)
+            atomic_write_text(home / CONFIG_CHECK_CACHE, key)
