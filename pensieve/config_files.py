@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pensieve.errors import UsageError
 
-__all__ = ["CONFIG_CHECK_CACHE", "check_config", "config_path", "pensieve_home"]
+__all__ = ["check_config", "config_check_record", "config_path", "pensieve_home"]
 
 
 def pensieve_home(environ: dict[str, str] | None = None) -> Path:
@@ -43,7 +43,14 @@ _ENV_OVERRIDES: dict[str, tuple[str, str, type]] = {
 
 
 # -- a cheap check for read-only commands ---------------------------------------------------
-CONFIG_CHECK_CACHE = Path(".cache") / "config-checked.json"  # under PENSIEVE_HOME
+def config_check_record(home: Path, env: dict[str, str]) -> Path:
+    """Where the last valid configuration of `home` is remembered: the user's cache
+    directory, never the Pensieve home (a refused command leaves the user's tree as it was)."""
+    from pensieve.hashing import sha256_of_bytes
+
+    cache = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    name = sha256_of_bytes(str(home.resolve()).encode("utf-8", "surrogateescape"))[:24]
+    return cache / "pensieve" / f"config-checked-{name}.txt"
 
 
 def _code_identity() -> list[list[object]]:
@@ -64,13 +71,15 @@ def _check_key(path: Path | None, env: dict[str, str]) -> str:
     import json
 
     from pensieve import __version__
+    from pensieve.hashing import sha256_of_bytes
 
     file: list[object] | None = None
     if path is not None:
         info = path.stat()
         file = [str(path.resolve()), info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
     overrides = {var: env.get(var) for var in _ENV_OVERRIDES}
-    return json.dumps([__version__, file, overrides, _code_identity()])
+    # Stored as a hash: the record says nothing of the configuration or the environment.
+    return sha256_of_bytes(json.dumps([__version__, file, overrides, _code_identity()]).encode())
 
 
 def check_config(home: Path | None = None, environ: dict[str, str] | None = None) -> None:
@@ -87,8 +96,9 @@ def check_config(home: Path | None = None, environ: dict[str, str] | None = None
         key = _check_key(path, env)
     except OSError:  # the file went away meanwhile: load_settings says what is wrong
         key = ""
+    record = config_check_record(home, env)
     with contextlib.suppress(OSError, ValueError):
-        if key and (home / CONFIG_CHECK_CACHE).read_text(encoding="utf-8") == key:
+        if key and record.read_text(encoding="utf-8") == key:
             return
     from pensieve.config import validate_config
 
@@ -96,6 +106,6 @@ def check_config(home: Path | None = None, environ: dict[str, str] | None = None
     if key:
         from pensieve.workspace import atomic_write_text
 
-        with contextlib.suppress(OSError):  # an unwritable home is checked every time
-            (home / CONFIG_CHECK_CACHE).parent.mkdir(exist_ok=True)
-            atomic_write_text(home / CONFIG_CHECK_CACHE, key)
+        with contextlib.suppress(OSError):  # an unwritable cache: checked every time
+            record.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(record, key)

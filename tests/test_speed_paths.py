@@ -98,10 +98,12 @@ def test_sanitize_drops_exactly_the_control_characters_it_always_dropped() -> No
 
 
 def test_list_checks_the_configuration_and_remembers_only_a_valid_one(home: Home) -> None:
-    from pensieve.config_files import CONFIG_CHECK_CACHE
+    import os
+
+    from pensieve.config_files import config_check_record
 
     pid = home.new()
-    record = home.path / CONFIG_CHECK_CACHE
+    record = config_check_record(home.path, dict(os.environ))
     record.unlink(missing_ok=True)
     assert pid in _listed(home) and record.is_file()
     assert pid in _listed(home)  # checked again from the record
