@@ -64,7 +64,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 # ../shared from the main checkout; ../../shared from a worktree under /work/wt/.
 SCRIPT = next(
-    (p / "shared" / "tools" / "local-model.sh" for p in ROOT.parents if (p / "shared" / "tools" / "local-model.sh").is_file()),
+    (
+        p / "shared" / "tools" / "local-model.sh"
+        for p in ROOT.parents
+        if (p / "shared" / "tools" / "local-model.sh").is_file()
+    ),
     ROOT.parent / "shared" / "tools" / "local-model.sh",
 )
 BRIEFS = (
@@ -347,6 +351,12 @@ def seed(folder: Path, brief: str, args: argparse.Namespace) -> None:
             from bench.seed_sources import draft
 
             text = draft(brief)  # cited, with planted errors for the evidence check
+        if name == "reviser" and args.sources:
+            from bench.seed_sources import draft
+
+            # The same errors left in: the polisher is given them, and sent back once if it keeps them.
+            notes = text[text.index("## Revision notes") :]
+            text = draft(brief).rstrip() + "\n\n" + notes
         (folder / _artifact(name)).write_text(text)
 
 

@@ -1,0 +1,68 @@
+"""What a real small model (Qwen2.5-Coder-0.5B, bench/real_model.py --sources) did with the
+evidence list, replayed by the fake model: the reviser, given the unsupported sentences of
+draft_v1.md, replied with the evidence check's own instructions instead of a revised draft
+(as plain text, and dressed under a heading). Pensieve must refuse that as draft_v2.md, keep
+it for the user, store no evidence for it and stop before the polisher."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pensieve.evidence.store import EVIDENCE_FILE
+from tests.conftest import Home
+from tests.fakes.model_server import text, write
+from tests.fakes.web_site import FakeSite
+from tests.test_citations import P1, P2, TYPED_REFS, article, script_clean_run, status_of
+from tests.test_evidence import INVENTED
+
+# Qwen's reply, word for word but for the count (it echoed the task message's evidence block).
+INTRO = (
+    "The evidence check found 1 cited sentence(s) in draft_v1.md that the cited sources do not support (the "
+    "passage shown is the closest one found; sources are in sources/Sn.md). For each sentence below, in your "
+    "version, cite the source id that does say it, or soften it to what the source says, or remove it. Never "
+    "invent numbers, dates or names."
+)
+# Its other form: under a heading, the instruction turned into a list (then a bare `draft_v2.md`).
+DRESSED = (
+    "### Summary\n\nThe evidence check found 1 cited sentence(s) in `draft_v1.md` that the cited sources do not "
+    "support the passage shown is the closest one found; sources are in `sources/Sn.md`. For each sentence "
+    "below, in your version:\n- cite the source id that does say it, or soften it to what the source says, or "
+    "remove it.\n- Never invent numbers, dates or names.\n"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("replies", "contract"),
+    [
+        pytest.param([text(INTRO)], "not_echo", id="plain-text-echo"),
+        pytest.param([text(DRESSED), write("draft_v2.md", DRESSED), text("draft_v2.md")], "not_echo", id="dressed"),
+    ],
+)
+def test_a_reviser_that_answers_with_the_evidence_list_is_refused(
+    web_home: Home, site: FakeSite, replies: list[dict[str, object]], contract: str
+) -> None:
+    pid = web_home.new()
+    script_clean_run(web_home, site, draft=article(P1, INVENTED, P2) + TYPED_REFS)
+    # Short scripted drafts need the contracts off; the reviser is judged with them on.
+    assert web_home.run("run", pid, "--until", "style_reviewer", "--quiet").exit_code == 0
+    web_home.configure(contracts={"enabled": True})
+    web_home.model.scripts["reviser"].clear()  # script_clean_run's clean draft_v2 is not this model's
+    web_home.model.always("reviser", *replies)
+    try:
+        assert web_home.run("run", pid, "--until", "reviser", "--quiet").exit_code == 1
+    finally:
+        web_home.model.fallbacks.pop("reviser", None)
+    task = web_home.model.for_stage("reviser")[0].messages[1]["content"]
+    assert "The evidence check found 1 cited sentence(s) in draft_v1.md" in task and "14 is not in S1" in task
+    folder = web_home.project_dir(pid)
+    reviser = status_of(web_home, pid)["stages"]["reviser"]
+    assert reviser["status"] == "error" and "draft_v2.md does not meet its contract" in reviser["error"]
+    assert f"{contract}:" in reviser["error"] and "rejected/draft_v2.md" in reviser["error"], reviser["error"]
+    assert not (folder / "draft_v2.md").exists() and (folder / "rejected" / "draft_v2.md").is_file()
+    doc = json.loads((folder / EVIDENCE_FILE).read_text())
+    assert set(doc["artifacts"]) == {"draft_v1.md"}  # nothing aligned for the refused reply
+    assert status_of(web_home, pid)["stages"]["polisher"]["status"] == "pending"
+    assert web_home.model.count("polisher") == 0
