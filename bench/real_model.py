@@ -20,9 +20,10 @@ the contracts do not judge (a tool call in call syntax, under 30 words, inputs n
 
 With --seed STAGE the artifacts up to STAGE are written by hand (the fake model's, which
 meet the default contracts) and `pensieve repair` marks them complete, so a model that
-fails the first stage still meets the later ones. With --sources (and --seed researcher or
-later) the project's source archive gets three or four short hand-written pages on the
-brief (bench/seed_sources.py) and the seeded research notes cite them as [S1]..: the real
+fails the first stage still meets the later ones. With --sources (and --seed) the
+project's source archive gets three or four short hand-written pages on the
+brief (bench/seed_sources.py; a real researcher, after --seed refiner, may fetch them or
+others: fetch.url_policy decides), the seeded research notes cite them as [S1]..: the real
 drafter then has sources to cite, evidence.json is computed, and the reviser is given the
 unsupported sentences. Per artifact it prints the evidence verdicts (supported / weak /
 unsupported), the citation forms the model wrote, ids not in the archive, and numbers of
@@ -342,10 +343,13 @@ def seed(folder: Path, brief: str, args: argparse.Namespace) -> None:
 
     for name in STAGES[: STAGES.index(args.seed) + 1]:
         text = artifact(name, brief).replace("About 1500 words", f"About {args.target_words} words")
-        if name == "researcher" and args.sources:
-            from bench.seed_sources import research_notes, seed_sources
+        if name == "refiner" and args.sources:
+            from bench.seed_sources import seed_sources
 
-            seed_sources(folder, brief)
+            seed_sources(folder, brief)  # a real researcher finds them in sources/index.md
+        if name == "researcher" and args.sources:
+            from bench.seed_sources import research_notes
+
             text = research_notes(brief)
         if name == "drafter" and args.sources:
             from bench.seed_sources import draft
@@ -636,6 +640,7 @@ def citation_forms(text: str) -> Counter[str]:
 
 def evidence_report(home: Path, runs: list[Run], recorder: Recorder) -> None:
     """Per aligned artifact: verdict counts, citation forms, ids not archived, numbers in no source."""
+    from pensieve.events import read_events
     from pensieve.evidence.store import ALIGNED, load_evidence
     from pensieve.source_archive import SourceArchive
 
@@ -669,6 +674,13 @@ def evidence_report(home: Path, runs: list[Run], recorder: Recorder) -> None:
             print(f"  {index}/{name}: {verdicts}")
             print(f"    citation forms: {forms}; ids not archived: {', '.join(invented) or 'none'}")
             print(f"    numbers in no source or note: {', '.join(numbers[:15]) or 'none'}")
+        fetches = [e for e in read_events(folder / "events.jsonl") if e.get("kind") == "fetch"]
+        if fetches:
+            refused = [str(e.get("url")) for e in fetches if "url_policy" in str(e.get("error") or "")]
+            print(
+                f"  {index}/fetch_url: {len(fetches)} fetches, {len(refused)} refused by fetch.url_policy"
+                + (f" ({', '.join(refused[:4])})" if refused else "")
+            )
         for stage in ("reviser", "polisher"):
             system, task = recorder.prompts.get((run.project, stage), ("", ""))
             if system or task:
@@ -706,8 +718,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.seed and args.until and STAGES.index(args.until) <= STAGES.index(args.seed):
         parser.error(f"--until {args.until} does not come after --seed {args.seed}: nothing would run")
-    if args.sources and (not args.seed or STAGES.index(args.seed) < STAGES.index("researcher")):
-        parser.error("--sources seeds the research notes: give --seed researcher or a later stage")
+    if args.sources and not args.seed:
+        parser.error("--sources seeds the source archive with the first stages: give --seed STAGE")
 
     home = Path(tempfile.mkdtemp(prefix="pensieve-real-model-"))
     logs = home / "bench-logs"
