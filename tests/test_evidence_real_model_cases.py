@@ -12,7 +12,7 @@ import pytest
 
 from pensieve.evidence.store import EVIDENCE_FILE
 from tests.conftest import Home
-from tests.fakes.model_server import text, write
+from tests.fakes.model_server import echo, text, write
 from tests.fakes.web_site import FakeSite
 from tests.test_citations import P1, P2, TYPED_REFS, article, script_clean_run, status_of
 from tests.test_evidence import INVENTED
@@ -66,3 +66,36 @@ def test_a_reviser_that_answers_with_the_evidence_list_is_refused(
     assert set(doc["artifacts"]) == {"draft_v1.md"}  # nothing aligned for the refused reply
     assert status_of(web_home, pid)["stages"]["polisher"]["status"] == "pending"
     assert web_home.model.count("polisher") == 0
+
+
+# The polisher's reply, both times: its task message (evidence list and untrusted markers
+# included) in a markdown fence under a `##` heading, as plain text.
+FENCED_TASK = "```markdown\n## How vector databases index embeddings\n\n{prompt}\n```"
+
+
+@pytest.mark.slow
+def test_a_polisher_that_answers_with_its_task_in_a_fence_writes_no_final(web_home: Home, site: FakeSite) -> None:
+    pid = web_home.new()
+    script_clean_run(web_home, site)
+    web_home.model.scripts["reviser"].clear()
+    notes = "\n## Revision notes\n\n- Kept the layers.\n"
+    web_home.model.script("reviser", write("draft_v2.md", article(P1, INVENTED, P2) + notes), text("done"))
+    assert web_home.run("run", pid, "--until", "reviser", "--quiet").exit_code == 0
+    web_home.configure(contracts={"enabled": True})
+    web_home.model.scripts["polisher"].clear()
+    web_home.model.always("polisher", echo("task", template=FENCED_TASK))
+    try:
+        assert web_home.run("run", pid, "--quiet").exit_code == 1
+    finally:
+        web_home.model.fallbacks.pop("polisher", None)
+    task = web_home.model.for_stage("polisher")[0].messages[1]["content"]
+    assert "The evidence check found 1 cited sentence(s) in draft_v2.md" in task and "<<<UNTRUSTED" in task
+    folder = web_home.project_dir(pid)
+    doc = status_of(web_home, pid)
+    polisher = doc["stages"]["polisher"]
+    assert polisher["status"] == "error" and "not_echo:" in polisher["error"], polisher["error"]
+    assert doc["status"] != "complete" and doc["stages"]["consistency_checker"]["status"] == "pending"
+    assert not (folder / "final.md").exists()
+    assert set(json.loads((folder / EVIDENCE_FILE).read_text())["artifacts"]) == {"draft_v1.md", "draft_v2.md"}
+    # Four replies (reminder, two contract repairs): a failed stage is not sent back for evidence.
+    assert web_home.model.count("polisher") == 4
