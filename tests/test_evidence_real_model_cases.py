@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from pensieve.evidence.lexical import stronger_cues
 from pensieve.evidence.store import EVIDENCE_FILE
 from tests.conftest import Home
 from tests.fakes.model_server import echo, text, write
@@ -99,3 +100,17 @@ def test_a_polisher_that_answers_with_its_task_in_a_fence_writes_no_final(web_ho
     assert set(json.loads((folder / EVIDENCE_FILE).read_text())["artifacts"]) == {"draft_v1.md", "draft_v2.md"}
     # Four replies (reminder, two contract repairs): a failed stage is not sent back for evidence.
     assert web_home.model.count("polisher") == 4
+
+
+def test_a_stronger_claim_is_reported_with_the_word_the_sentence_used() -> None:
+    # Qwen's reviser was shown "stated more strongly than the passage: best" for a sentence
+    # saying "first", and "all" for one saying "every": words it could not find.
+    passage = "New vectors are often written to a small buffer that is searched by brute force."
+    assert stronger_cues("HNSW was first built at Google to rank search results.", passage) == [
+        '"first"',
+        "drops the source's hedge (often)",
+    ]
+    assert stronger_cues("Most systems rebuild their whole index every hour.", "Systems rebuild the index.") == [
+        '"every"'
+    ]
+    assert stronger_cues("Indexes are never retrained.", "Indexes are never retrained.") == []
