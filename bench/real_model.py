@@ -652,7 +652,8 @@ def evidence_report(home: Path, runs: list[Run], recorder: Recorder) -> None:
         archive = SourceArchive(folder)
         archived = {s.id for s in archive.entries()}
         source_text = " ".join((folder / s.file).read_text(errors="replace") for s in archive.entries())
-        known_numbers = set(_NUMBER.findall(source_text + (folder / "research_notes.md").read_text()))
+        notes = folder / "research_notes.md"
+        known_numbers = set(_NUMBER.findall(source_text + (notes.read_text() if notes.is_file() else "")))
         data = load_evidence(folder) or {}
         for name in ALIGNED:
             path = folder / name

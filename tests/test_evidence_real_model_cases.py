@@ -114,3 +114,31 @@ def test_a_stronger_claim_is_reported_with_the_word_the_sentence_used() -> None:
         '"every"'
     ]
     assert stronger_cues("Indexes are never retrained.", "Indexes are never retrained.") == []
+
+
+# Qwen's researcher (--seed refiner --sources): the brief's questions again, no finding.
+QUESTIONS_ONLY = """# Research notes: How vector databases index embeddings
+
+## Research questions
+1. How do vector databases index embeddings?
+2. What factors contribute to the speed of the search?
+
+## Open questions
+1. Which index is used in vector databases?
+2. How does the index affect recall and memory?
+"""
+
+
+def test_research_notes_that_only_repeat_questions_are_not_complete(home: Home) -> None:
+    home.model.always("researcher", write("research_notes.md", QUESTIONS_ONLY), text("Wrote research_notes.md."))
+    pid = home.new()
+    try:
+        assert home.run("run", pid, "--until", "researcher", "--quiet").exit_code == 1
+    finally:
+        home.model.fallbacks.pop("researcher", None)
+    researcher = status_of(home, pid)["stages"]["researcher"]
+    assert researcher["status"] == "error"
+    assert (
+        "findings: the findings sections hold only questions, no findings (Research questions)" in (researcher["error"])
+    )
+    assert not (home.project_dir(pid) / "research_notes.md").exists()
