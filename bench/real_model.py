@@ -20,10 +20,17 @@ the contracts do not judge (a tool call in call syntax, under 30 words, inputs n
 
 With --seed STAGE the artifacts up to STAGE are written by hand (the fake model's, which
 meet the default contracts) and `pensieve repair` marks them complete, so a model that
-fails the first stage still meets the later ones.
+fails the first stage still meets the later ones. With --sources (and --seed) the
+project's source archive gets three or four short hand-written pages on the
+brief (bench/seed_sources.py; a real researcher, after --seed refiner, may fetch them or
+others: fetch.url_policy decides), the seeded research notes cite them as [S1]..: the real
+drafter then has sources to cite, evidence.json is computed, and the reviser is given the
+unsupported sentences. Per artifact it prints the evidence verdicts (supported / weak /
+unsupported), the citation forms the model wrote, ids not in the archive, and numbers of
+the text found in none of the sources.
 
 Run: python bench/real_model.py [--model qwen|smollm2] [--briefs N] [--until STAGE]
-     [--seed STAGE] [--deadline SECONDS] [--keep]
+     [--seed STAGE] [--sources] [--deadline SECONDS] [--keep]
 """
 
 from __future__ import annotations
@@ -56,7 +63,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-SCRIPT = ROOT.parent / "shared" / "tools" / "local-model.sh"
+# ../shared from the main checkout; ../../shared from a worktree under /work/wt/.
+SCRIPT = next(
+    (
+        p / "shared" / "tools" / "local-model.sh"
+        for p in ROOT.parents
+        if (p / "shared" / "tools" / "local-model.sh").is_file()
+    ),
+    ROOT.parent / "shared" / "tools" / "local-model.sh",
+)
 BRIEFS = (
     "How vector databases index embeddings",
     "Why sourdough bread rises without commercial yeast",
@@ -328,6 +343,24 @@ def seed(folder: Path, brief: str, args: argparse.Namespace) -> None:
 
     for name in STAGES[: STAGES.index(args.seed) + 1]:
         text = artifact(name, brief).replace("About 1500 words", f"About {args.target_words} words")
+        if name == "refiner" and args.sources:
+            from bench.seed_sources import seed_sources
+
+            seed_sources(folder, brief)  # a real researcher finds them in sources/index.md
+        if name == "researcher" and args.sources:
+            from bench.seed_sources import research_notes
+
+            text = research_notes(brief)
+        if name == "drafter" and args.sources:
+            from bench.seed_sources import draft
+
+            text = draft(brief)  # cited, with planted errors for the evidence check
+        if name == "reviser" and args.sources:
+            from bench.seed_sources import draft
+
+            # The same errors left in: the polisher is given them, and sent back once if it keeps them.
+            notes = text[text.index("## Revision notes") :]
+            text = draft(brief).rstrip() + "\n\n" + notes
         (folder / _artifact(name)).write_text(text)
 
 
@@ -588,6 +621,74 @@ def report(model: str, runs: list[Run], rows: list[StageRow], wall_s: float, rec
     return 1 if breaking or hung else 0
 
 
+# ---------------------------------------------------------------- evidence (--sources)
+
+_CITE_FORM = re.compile(r"\[[^\]\n]{0,40}\]|\([^)\n]{0,40}\)|\[\^[^\]\n]{1,20}\]")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
+
+
+def citation_forms(text: str) -> Counter[str]:
+    """The shapes of the citations a text uses: [S1], [S1, S2], (S1), [1], [^1]... with the digits as n."""
+    forms: Counter[str] = Counter()
+    for match in _CITE_FORM.finditer(text):
+        inner = match.group(0)
+        if not re.search(r"\bS\s*\d|^\[\^?\d+\]$|source", inner, re.I):
+            continue
+        forms[re.sub(r"\d+", "n", inner)] += 1
+    return forms
+
+
+def evidence_report(home: Path, runs: list[Run], recorder: Recorder) -> None:
+    """Per aligned artifact: verdict counts, citation forms, ids not archived, numbers in no source."""
+    from pensieve.events import read_events
+    from pensieve.evidence.store import ALIGNED, load_evidence
+    from pensieve.source_archive import SourceArchive
+
+    print("\nevidence (--sources):")
+    for index, run in enumerate(runs, 1):
+        if not run.project:
+            continue
+        folder = project_dir(home, run.project)
+        archive = SourceArchive(folder)
+        archived = {s.id for s in archive.entries()}
+        source_text = " ".join((folder / s.file).read_text(errors="replace") for s in archive.entries())
+        notes = folder / "research_notes.md"
+        known_numbers = set(_NUMBER.findall(source_text + (notes.read_text() if notes.is_file() else "")))
+        data = load_evidence(folder) or {}
+        for name in ALIGNED:
+            path = folder / name
+            if not path.is_file():
+                continue
+            text = path.read_text(errors="replace")
+            entry = (data.get("artifacts") or {}).get(name)
+            summary = entry.get("summary") if isinstance(entry, dict) else None
+            verdicts = (
+                f"{summary['cited_sentences']} cited: {summary['supported']} supported, {summary['weak']} weak, "
+                f"{summary['unsupported']} unsupported"
+                if summary
+                else "NO EVIDENCE ENTRY"
+            )
+            ids = set(re.findall(r"\bS(\d+)\b", text))
+            invented = sorted({f"S{i}" for i in ids} - archived, key=lambda s: int(s[1:]))
+            numbers = sorted({n for n in _NUMBER.findall(re.sub(r"\[[^\]]*\]", " ", text))} - known_numbers)
+            forms = ", ".join(f"{form} x{n}" for form, n in citation_forms(text).most_common(6)) or "none"
+            print(f"  {index}/{name}: {verdicts}")
+            print(f"    citation forms: {forms}; ids not archived: {', '.join(invented) or 'none'}")
+            print(f"    numbers in no source or note: {', '.join(numbers[:15]) or 'none'}")
+        fetches = [e for e in read_events(folder / "events.jsonl") if e.get("kind") == "fetch"]
+        if fetches:
+            refused = [str(e.get("url")) for e in fetches if "url_policy" in str(e.get("error") or "")]
+            print(
+                f"  {index}/fetch_url: {len(fetches)} fetches, {len(refused)} refused by fetch.url_policy"
+                + (f" ({', '.join(refused[:4])})" if refused else "")
+            )
+        for stage in ("reviser", "polisher"):
+            system, task = recorder.prompts.get((run.project, stage), ("", ""))
+            if system or task:
+                told = "The evidence check found" in system + task
+                print(f"  {index}/{stage}: {'was given' if told else 'was NOT given'} the unsupported sentences")
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -605,6 +706,11 @@ def main() -> int:
         choices=STAGES[:-1],
         help="write the artifacts up to this stage by hand (the test fakes'), so the model starts after it",
     )
+    parser.add_argument(
+        "--sources",
+        action="store_true",
+        help="archive hand-written source pages and seed research notes citing them (needs --seed researcher or later)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the scratch PENSIEVE_HOME and print its path")
     parser.add_argument("--deadline", type=int, default=900, help="run.deadline_s of each run (default 900)")
     parser.add_argument("--target-words", type=int, default=400, help="article.target_words (default 400)")
@@ -613,6 +719,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.seed and args.until and STAGES.index(args.until) <= STAGES.index(args.seed):
         parser.error(f"--until {args.until} does not come after --seed {args.seed}: nothing would run")
+    if args.sources and not args.seed:
+        parser.error("--sources seeds the source archive with the first stages: give --seed STAGE")
 
     home = Path(tempfile.mkdtemp(prefix="pensieve-real-model-"))
     logs = home / "bench-logs"
@@ -650,7 +758,10 @@ def main() -> int:
             if run.project:
                 rows += _with_retries("status", partial(read_stages, home, index, run, recorder, args))
         _with_retries("contracts", lambda: recheck(home, runs, rows, recorder))
-        return report(args.model, runs, rows, time.monotonic() - started, recorder)
+        code = report(args.model, runs, rows, time.monotonic() - started, recorder)
+        if args.sources:
+            _with_retries("evidence", lambda: evidence_report(home, runs, recorder))
+        return code
     except KeyboardInterrupt:
         print("interrupted; the model server is stopped", file=sys.stderr)
         return 130

@@ -401,6 +401,24 @@ def test_research_notes_need_findings_and_open_questions() -> None:
     )
 
 
+def test_research_notes_that_only_ask_questions_have_no_findings() -> None:
+    # Qwen2.5-Coder-0.5B's notes (bench/real_model.py --seed refiner --sources): the brief's
+    # questions again, and open questions; they reached `complete` before this check.
+    asked = (
+        "# Research notes: Why sourdough bread rises\n\n## Research questions\n"
+        "1. Why does sourdough bread rise without commercial yeast?\n2. What factors contribute to this rise?\n\n"
+        "## Open questions\n1. What specific yeast is used in sourdough bread?\n"
+    )
+    (violation,) = check("researcher", asked)
+    assert violation.contract == "findings"
+    assert violation.message == "the findings sections hold only questions, no findings (Research questions)"
+    # A question as the heading, and answers under it, are findings.
+    answered = asked.replace("## Research questions\n", "## Why does it rise?\n- Wild yeasts make CO2 [S1].\n")
+    assert check("researcher", answered) == []
+    # So is a finding written as a question and its answer on one line.
+    assert check("researcher", asked.replace("yeast?\n2.", "yeast? Wild yeasts do.\n2.")) == []
+
+
 def test_research_notes_with_web_tools_cite_what_was_fetched() -> None:
     notes = default_artifact("researcher")
     assert check("researcher", notes, web_sources=None) == []  # no web tools: nothing to cite

@@ -219,6 +219,16 @@ _OPEN_QUESTIONS = LazyPattern(
 _CONTENT_LINE = LazyPattern(r"^\s*(?:[-*+]|\d+[.)])\s+\S|^\s*[^\s#|>-].{20,}", re.M)
 
 
+def _finding_line(body: str) -> bool:
+    """A content line that states something: a line that only asks a question is no finding."""
+    for match in _CONTENT_LINE.finditer(body):
+        end = body.find("\n", match.start())
+        line = body[match.start() : end if end != -1 else len(body)]
+        if not line.rstrip().rstrip("*_").rstrip().endswith("?"):
+            return True
+    return False
+
+
 class Findings(Requirement):
     """At least one section (other than open questions or sources) with findings in it."""
 
@@ -226,9 +236,13 @@ class Findings(Requirement):
 
     def check(self, text: str, given: Inputs) -> Violation | None:
         candidates = [s for s in sections(text) if not _NOT_FINDINGS.search(s.heading.text)]
-        if any(_CONTENT_LINE.search(s.body) for s in candidates):
+        if any(_finding_line(s.body) for s in candidates):
             return None
         fix = "write one ## section per key question of topic_brief.md, with the findings as bullet points"
+        if any(_CONTENT_LINE.search(s.body) for s in candidates):
+            # A real model's notes: "## Research questions" listing the brief's questions again.
+            asked = ", ".join(s.heading.text for s in candidates[:6])
+            return self.violation(f"the findings sections hold only questions, no findings ({asked})", fix)
         if candidates:
             empty = ", ".join(s.heading.text for s in candidates[:6])
             return self.violation(f"the findings sections are empty ({empty})", fix)

@@ -476,7 +476,13 @@ def direction(text: str) -> set[str]:
 def stronger_cues(sentence: str, passage: str) -> list[str]:
     """Absolutes the sentence uses and the passage does not, and hedges the passage uses
     that the sentence drops."""
-    cues = [name for name, pattern in _STRONG if pattern.search(sentence) and not pattern.search(passage)]
+    # The word as the sentence has it ("first", not its family's name "best"): the stage that
+    # fixes the sentence is shown it, and a real model looked for the word in vain.
+    cues = [
+        f'"{match.group(0).lower()}"'
+        for _name, pattern in _STRONG
+        if (match := pattern.search(sentence)) and not pattern.search(passage)
+    ]
     if HEDGE.search(passage) and not HEDGE.search(sentence):
         hedges = sorted({m.group(0).lower() for m in HEDGE.finditer(passage)})
         cues.append("drops the source's hedge (" + ", ".join(hedges[:3]) + ")")

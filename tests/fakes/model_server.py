@@ -114,12 +114,13 @@ def cut_off(content: str) -> dict[str, Any]:
     return {"text": content, "finish_reason": "length"}
 
 
-def echo(what: str = "task", into: str | None = None) -> dict[str, Any]:
+def echo(what: str = "task", into: str | None = None, template: str = "{prompt}") -> dict[str, Any]:
     """Reply with the request's own prompt: `task` (the first user message), `system` or
-    `both`. With `into`, write it to that file with write_project_file instead."""
+    `both`. With `into`, write it to that file with write_project_file instead. `template`
+    dresses it: its `{prompt}` is replaced by the prompt (e.g. inside a code fence)."""
     if what not in ("task", "system", "both"):
         raise ValueError(f"echo what={what!r}: one of task, system, both")
-    return {"echo": what, "into": into}
+    return {"echo": what, "into": into, "template": template}
 
 
 def think(reasoning: str, content: str = "") -> dict[str, Any]:
@@ -141,7 +142,8 @@ def _echoed(reply: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
     system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
     task = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"), "")
     content = {"task": task, "system": system, "both": f"{system}\n\n{task}"}[reply["echo"]]
-    rest = {k: v for k, v in reply.items() if k not in ("echo", "into")}
+    content = str(reply.get("template") or "{prompt}").replace("{prompt}", content)
+    rest = {k: v for k, v in reply.items() if k not in ("echo", "into", "template")}
     if reply.get("into"):
         return {**rest, **write(reply["into"], content)}
     return {**rest, "text": content}
