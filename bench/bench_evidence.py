@@ -16,26 +16,23 @@ Run from the repository root:  python bench/bench_evidence.py  [--sources N] [--
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import sys
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pensieve.config import Settings
-from pensieve.evidence.align import Thresholds, assess_pairs
 from pensieve.evidence.hooks import align_file
 from pensieve.evidence.segment import cited_sentences
 from pensieve.source_archive import SourceArchive
 from pensieve.topics.embedder import get_embedder
 from pensieve.workspace import Project, open_workspace
+from tests.evidence_scoring import load_labels, score
 
-LABELS = Path(__file__).resolve().parents[1] / "tests" / "data" / "evidence_labels.jsonl"
 NOUNS = [
     "index",
     "graph",
@@ -176,23 +173,11 @@ def build_project(root: Path, sources: int, source_words: int, rng: random.Rando
 
 
 def detection() -> None:
-    rows = [json.loads(line) for line in LABELS.read_text().splitlines() if line.strip()]
-    tp = fp = fn = 0
-    per: Counter[str] = Counter()
-    right: Counter[str] = Counter()
+    rows = load_labels()
     started = time.perf_counter()
-    verdicts = assess_pairs([(r["sentence"], r["passage"]) for r in rows], get_embedder, Thresholds())
-    for row, verdict in zip(rows, verdicts, strict=True):
-        flagged = verdict.verdict != "supported"
-        positive = row["label"] != "supported"
-        tp += flagged and positive
-        fp += flagged and not positive
-        fn += positive and not flagged
-        per[row["category"]] += 1
-        right[row["category"]] += flagged == positive
+    result = score(rows)
     elapsed = time.perf_counter() - started
-    precision, recall = tp / (tp + fp), tp / (tp + fn)
-    f1 = 2 * precision * recall / (precision + recall)
+    precision, recall, f1, per, right = result.precision, result.recall, result.f1, result.per, result.right
     print(f"labelled set: {len(rows)} examples ({sum(r['label'] != 'supported' for r in rows)} weak/unsupported)")
     print(f"  weak+unsupported vs labels (no judge): precision {precision:.3f}  recall {recall:.3f}  F1 {f1:.3f}")
     print("  per category, share judged right: " + ", ".join(f"{c} {right[c]}/{per[c]}" for c in sorted(per)))

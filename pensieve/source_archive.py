@@ -71,6 +71,10 @@ class SourceMeta:
     def __bool__(self) -> bool:
         return any(getattr(self, f.name) for f in fields(self))
 
+    def as_fields(self) -> dict[str, Any]:
+        """The metadata as keyword arguments of a source record (ArchivedSource, CitedSource)."""
+        return {name: getattr(self, name) for name in META_FIELDS}
+
 
 META_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(SourceMeta))
 
@@ -229,7 +233,7 @@ class SourceArchive:
             raw_file=raw_file,
             also=_other_urls(existing, url, final_url),
             origin=origin,
-            **_meta_fields((meta or SourceMeta()).filled_from(existing.meta if existing else SourceMeta())),
+            **(meta or SourceMeta()).filled_from(existing.meta if existing else SourceMeta()).as_fields(),
         )
         atomic_write_bytes(self.project_dir / raw_file, body)
         header = {
@@ -261,10 +265,6 @@ class SourceArchive:
             title = (s.title or "(untitled)").replace("|", "\\|")
             lines.append(f"| {s.id} | {title} | {s.final_url.replace('|', '%7C')} | {s.fetched_at[:10]} |")
         atomic_write_text(self.dir / INDEX_MD, "\n".join(lines) + "\n")
-
-
-def _meta_fields(meta: SourceMeta) -> dict[str, Any]:
-    return {name: getattr(meta, name) for name in META_FIELDS}
 
 
 def _other_urls(existing: ArchivedSource | None, url: str, final_url: str) -> tuple[str, ...]:

@@ -13,7 +13,6 @@ import pytest
 
 from pensieve.config import Settings
 from pensieve.evidence import lexical
-from pensieve.evidence.align import Thresholds, assess_pairs
 from pensieve.evidence.hooks import align_file, current_evidence, stale_artifacts
 from pensieve.evidence.segment import cited_sentences, reader_numbers, source_sentences
 from pensieve.evidence.store import EVIDENCE_FILE, describe_share, latest_summary
@@ -22,10 +21,10 @@ from pensieve.source_archive import SourceArchive
 from pensieve.topics.embedder import Embedder, get_embedder
 from pensieve.workspace import Project, open_workspace
 from tests.conftest import Home
+from tests.evidence_scoring import load_labels, score
 from tests.fakes.web_site import ARTICLE_FACT, FakeSite
 from tests.test_citations import P1, P2, TYPED_REFS, article, script_clean_run, status_of, write
 
-LABELS = Path(__file__).parent / "data" / "evidence_labels.jsonl"
 CATEGORIES = {
     "paraphrase",
     "exact",
@@ -208,19 +207,11 @@ def test_alignment_writes_evidence_json_and_reuses_cached_vectors(tmp_path: Path
 
 @pytest.mark.slow
 def test_detector_stays_above_its_floor_on_the_labelled_set() -> None:
-    rows = [json.loads(line) for line in LABELS.read_text().splitlines() if line.strip()]
+    rows = load_labels()
     assert len(rows) >= 80
     assert {r["category"] for r in rows} >= CATEGORIES  # and "direction" (rose / fell)
-    tp = fp = fn = 0
-    verdicts = assess_pairs([(r["sentence"], r["passage"]) for r in rows], get_embedder, Thresholds())
-    for row, verdict in zip(rows, verdicts, strict=True):
-        flagged = verdict.verdict != "supported"
-        positive = row["label"] != "supported"
-        tp += flagged and positive
-        fp += flagged and not positive
-        fn += positive and not flagged
-    precision, recall = tp / (tp + fp), tp / (tp + fn)
-    f1 = 2 * precision * recall / (precision + recall)
+    result = score(rows)
+    precision, recall, f1 = result.precision, result.recall, result.f1
     assert f1 >= F1_FLOOR, f"F1 {f1:.3f} (precision {precision:.3f}, recall {recall:.3f})"
 
 

@@ -44,13 +44,6 @@ def load_sources(project_dir: Path) -> dict[str, CitedSource]:
             entry.fetched_at,
             text,
             entry.also,
-            authors=entry.authors,
-            year=entry.year,
-            venue=entry.venue,
-            doi=entry.doi,
-            publisher=entry.publisher,
-            published=entry.published,
-            arxiv_id=entry.arxiv_id,
-            pmid=entry.pmid,
+            **entry.meta.as_fields(),
         )
     return loaded

@@ -81,6 +81,14 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+async def _works(call: Call, params: dict[str, str], contact: str) -> dict[str, Any]:
+    """A works search of OpenAlex or Crossref (the same endpoint name and etiquette)."""
+    if contact:
+        params["mailto"] = contact
+    request = httpx.Request("GET", f"{call.base}/works", params=params, headers=_headers(contact))
+    return _object(call, await call.json(request))
+
+
 def _object(call: Call, data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise SearchError(f"{call.name} returned JSON that is not an object")
@@ -305,12 +313,7 @@ def _abstract(inverted: Any) -> str:
 
 
 async def _openalex(call: Call, query: str, n: int, contact: str) -> list[SearchResult]:
-    params = {"search": query, "per-page": str(min(n, 200))}
-    if contact:
-        params["mailto"] = contact
-    data = _object(
-        call, await call.json(httpx.Request("GET", f"{call.base}/works", params=params, headers=_headers(contact)))
-    )
+    data = await _works(call, {"search": query, "per-page": str(min(n, 200))}, contact)
     results: list[SearchResult] = []
     for item in items(data.get("results"), "results", call.name):
         title = item.get("title") or item.get("display_name")
@@ -364,12 +367,7 @@ def _date_parts(value: Any) -> str:
 
 
 async def _crossref(call: Call, query: str, n: int, contact: str) -> list[SearchResult]:
-    params = {"query": query, "rows": str(min(n, 100))}
-    if contact:
-        params["mailto"] = contact
-    data = _object(
-        call, await call.json(httpx.Request("GET", f"{call.base}/works", params=params, headers=_headers(contact)))
-    )
+    data = await _works(call, {"query": query, "rows": str(min(n, 100))}, contact)
     if data.get("status") not in (None, "ok"):
         raise SearchError(f"crossref answered status {plain(data.get('status'))[:40]}")
     message = data.get("message")
