@@ -14,7 +14,7 @@ import contextlib
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pensieve import llm
 from pensieve.agent import AgentRun, run_agent
@@ -298,13 +298,9 @@ class Runner:
         if stage.evidence_from is None or not (settings.enabled and settings.repair):
             return ""
         from pensieve.evidence.hooks import repair_instructions
-        from pensieve.evidence.store import load_evidence
 
-        try:
-            entry = ((load_evidence(self.project.dir) or {}).get("artifacts") or {}).get(stage.evidence_from)
-        except CorruptState:
-            return ""
-        if not isinstance(entry, dict):
+        entry = self._evidence_entry(stage.evidence_from)
+        if entry is None:
             return ""
         return repair_instructions(entry, stage.evidence_from, settings.max_listed, own=False) or ""
 
@@ -375,15 +371,20 @@ class Runner:
             elif stage.resend_on_failed_check:
                 self._keep_evidence_problems(stage)  # a recovered citation check reset the list
 
-    def _keep_evidence_problems(self, stage: Stage) -> None:
-        from pensieve.evidence.hooks import problems_of
-        from pensieve.evidence.store import load_evidence
+    def _evidence_entry(self, name: str) -> dict[str, Any] | None:
+        """The stored evidence of one artifact; None when there is none (or it is unreadable)."""
+        from pensieve.evidence.store import artifact_entry, load_evidence
 
         try:
-            entry = ((load_evidence(self.project.dir) or {}).get("artifacts") or {}).get(stage.writes)
+            return artifact_entry(self.project.dir, name, load_evidence(self.project.dir))[0]
         except CorruptState:
-            return
-        if isinstance(entry, dict):
+            return None
+
+    def _keep_evidence_problems(self, stage: Stage) -> None:
+        from pensieve.evidence.hooks import problems_of
+
+        entry = self._evidence_entry(stage.writes)
+        if entry is not None:
             kept = [p for p in self.status.problems if ": unsupported_citation: " not in p]
             self.status.problems = [*kept, *problems_of(entry, stage.writes)]
             self.save()

@@ -92,6 +92,20 @@ class StoredSummary:
         return float(share) if isinstance(share, int | float) else None
 
 
+def artifact_entry(project_dir: Path, name: str, data: dict[str, Any] | None) -> tuple[dict[str, Any] | None, bool]:
+    """An artifact's entry in the evidence document `data`, and whether it is current: computed
+    on the text now on disk (hashed as the alignment hashed it, so line endings don't matter)."""
+    artifacts = (data or {}).get("artifacts")
+    entry = artifacts.get(name) if isinstance(artifacts, dict) else None
+    if not isinstance(entry, dict):
+        return None, False
+    try:
+        text = (project_dir / name).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return entry, False
+    return entry, entry.get("artifact_sha256") == text_sha256(text)
+
+
 def latest_summary(project_dir: Path) -> StoredSummary | None:
     """The summary of the latest article on disk (final.md, else draft_v2.md, else draft_v1.md),
     from evidence.json, never recomputed; None when there is no such entry (or no article)."""
@@ -102,16 +116,11 @@ def latest_summary(project_dir: Path) -> StoredSummary | None:
     if not data:
         return None
     for name in reversed(ALIGNED):
-        path = project_dir / name
-        if not path.is_file():
+        if not (project_dir / name).is_file():
             continue
-        entry = data.get("artifacts", {}).get(name)
-        if not isinstance(entry, dict) or not isinstance(entry.get("summary"), dict):
+        entry, current = artifact_entry(project_dir, name, data)
+        if entry is None or not isinstance(entry.get("summary"), dict):
             return None
-        try:
-            current = entry.get("artifact_sha256") == text_sha256(path.read_text(encoding="utf-8", errors="replace"))
-        except OSError:
-            current = False
         return StoredSummary(name, entry["summary"], current)
     return None
 

@@ -12,7 +12,6 @@ stale evidence is reported, never shown as current.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,14 +25,13 @@ from pensieve.citations.text import (
     split_notes,
     split_references,
 )
-from pensieve.errors import UsageError
+from pensieve.errors import CorruptState, UsageError
+from pensieve.evidence.store import EVIDENCE_FILE, load_evidence, text_sha256
 from pensieve.front_matter import FrontMatterError, parse_front_matter
-from pensieve.hashing import sha256_of_bytes
 from pensieve.publish.references import ReferenceParts, clean_text, reference_parts
 from pensieve.source_archive import ArchivedSource, SourceArchive, normalize_url
 from pensieve.workspace import check_name
 
-EVIDENCE_FILE = "evidence.json"
 DEFAULT_ARTIFACT = "final.md"
 VERDICTS = ("supported", "weak", "unsupported")
 
@@ -176,7 +174,7 @@ def load_article(project_dir: Path, name: str = DEFAULT_ARTIFACT) -> Article:
     # The text as the evidence check reads it (Path.read_text: universal newlines), whose
     # sha256 and character offsets evidence.json records.
     read = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
-    sha = sha256_of_bytes(read.encode("utf-8", errors="surrogatepass"))
+    sha = text_sha256(read)  # as the alignment hashed it
     # Same length: evidence offsets stay valid, and no content can forge a placeholder.
     text = _PRIVATE.sub("\ufffd", read)
     if not text.strip():
@@ -413,15 +411,12 @@ class _Sentence:
 def _load_evidence(
     project_dir: Path, name: str, sha: str, warnings: list[str]
 ) -> tuple[EvidenceState, list[_Sentence]]:
-    path = project_dir / EVIDENCE_FILE
-    if not path.is_file():
-        return EvidenceState("absent"), []
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        entry = data.get("artifacts", {}).get(name)
-    except (OSError, ValueError, AttributeError):
+        data = load_evidence(project_dir) or {}
+    except CorruptState:
         warnings.append(f"{EVIDENCE_FILE} cannot be read; the export shows no evidence")
         return EvidenceState("unreadable"), []
+    entry = data.get("artifacts", {}).get(name)
     if not isinstance(entry, dict):
         return EvidenceState("absent"), []
     generated = clean_text(data.get("generated_at")) or None

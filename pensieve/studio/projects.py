@@ -8,20 +8,19 @@ browser sends is joined onto a path as it stands, and symlinks are refused.
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pensieve.errors import ProjectBusy, UsageError
+from pensieve.errors import CorruptState, ProjectBusy, UsageError
+from pensieve.evidence.store import EVIDENCE_FILE
 from pensieve.hashing import sha256_of_bytes
 from pensieve.project_list import lock_holder, summarize_with_status
 from pensieve.stages import STAGES, Artifact
 from pensieve.status import Status, load_status
 from pensieve.workspace import HISTORY_DIR, REJECTED_DIR, Project, Workspace, atomic_write_text, check_name
 
-EVIDENCE_FILE = "evidence.json"
 EDITABLE: tuple[str, ...] = tuple(a.value for a in Artifact)
 _VERSION = re.compile(r"^(history|rejected)/([A-Za-z0-9][A-Za-z0-9._-]{0,120})$")
 _SOURCE_ID = re.compile(r"^S[1-9][0-9]{0,5}$")
@@ -91,7 +90,6 @@ def list_detail(workspace: Workspace) -> list[dict[str, object]]:
         data["cost_usd"] = status.usage.cost_usd if status else None
         data["tokens"] = status.usage.total_tokens if status else 0
         data["stages_done"] = sum(1 for s in status.stages.values() if s.status == "complete") if status else 0
-        data["supported_share"] = supported_share(project)
         rows.append(data)
     return rows
 
@@ -113,37 +111,24 @@ def article_title(project: Project) -> str | None:
 
 # -- evidence (written by `pensieve evidence`; may be absent) ------------------------------------
 def load_evidence(project: Project) -> dict[str, Any]:
-    path = project.file(EVIDENCE_FILE)
-    if not path.is_file() or path.is_symlink():
+    """The project's evidence document; {} when there is none or it cannot be read (a page
+    shows no evidence rather than failing)."""
+    from pensieve.evidence.store import load_evidence as load_document
+
+    if project.file(EVIDENCE_FILE).is_symlink():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return load_document(project.dir) or {}
+    except CorruptState:
         return {}
-    return data if isinstance(data, dict) else {}
 
 
 def evidence_for(project: Project, name: str, evidence: dict[str, Any] | None = None) -> tuple[dict[str, Any], bool]:
     """The evidence entry of an artifact and whether it is current (computed on this text)."""
-    data = load_evidence(project) if evidence is None else evidence
-    artifacts = data.get("artifacts")
-    entry = artifacts.get(name) if isinstance(artifacts, dict) else None
-    if not isinstance(entry, dict):
-        return {}, False
-    path = project.file(name)
-    current = path.is_file() and sha256_of_bytes(path.read_bytes()) == entry.get("artifact_sha256")
-    return entry, current
+    from pensieve.evidence.store import artifact_entry
 
-
-def supported_share(project: Project) -> float | None:
-    evidence = load_evidence(project)
-    for name in (Artifact.FINAL, Artifact.DRAFT_V2, Artifact.DRAFT_V1):
-        entry, current = evidence_for(project, name, evidence)
-        summary = entry.get("summary") if entry else None
-        if isinstance(summary, dict) and current:
-            share = summary.get("supported_share")
-            return float(share) if isinstance(share, int | float) else None
-    return None
+    entry, current = artifact_entry(project.dir, name, load_evidence(project) if evidence is None else evidence)
+    return entry or {}, current
 
 
 # -- one project ---------------------------------------------------------------------------------
