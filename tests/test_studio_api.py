@@ -327,6 +327,21 @@ def test_sources_list_the_sentences_citing_them(p1: Path) -> None:
     assert client().get("/api/projects?detail=1").json()[0]["supported_share"] == 1.0
 
 
+def test_without_evidence_sources_list_the_drafts_citing_sentences(p1: Path) -> None:
+    (p1 / "evidence.json").unlink(missing_ok=True)
+    (p1 / "draft_v1.md").write_text(
+        "# Draft\n\nHNSW builds a layered graph [S1]. Nothing cited here.\n\n"
+        "```\nx = y[S1]  # code, not a citation\n```\n\nIt was described in 2016 [S1, S2].\n"
+    )
+    listed = {s["id"]: s["cited_by"] for s in client().get("/api/projects/p1/sources").json()}
+    assert [c["text"] for c in listed["S1"]] == [
+        "HNSW builds a layered graph [S1].",
+        "It was described in 2016 [S1, S2].",
+    ]
+    assert set(listed) == {"S1"}  # S2 is not archived: only archived sources are listed
+    assert all(c["artifact"] == "draft_v1.md" and c["verdict"] == "" for c in listed["S1"])
+
+
 def test_pages_render_and_escape_a_hostile_brief_and_artifact(home: Home) -> None:
     project = make_project("hostile", brief="Brief " + HOSTILE)
     (project / "outline.md").write_text("# Outline\n\n" + HOSTILE + "\n\n<div onclick=x>raw</div>\n")

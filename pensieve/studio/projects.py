@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pensieve.errors import CorruptState, ProjectBusy, UsageError
+from pensieve.evidence.segment import cited_sentences
 from pensieve.evidence.store import EVIDENCE_FILE
 from pensieve.hashing import sha256_of_bytes
 from pensieve.project_list import lock_holder, summarize_with_status
@@ -313,8 +314,6 @@ def word_diff(old: str, new: str) -> list[tuple[str, str]]:
 
 
 # -- sources --------------------------------------------------------------------------------
-_CITE = re.compile(r"\[(S\d+(?:\s*[,;]\s*S\d+)*)\]")
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
 
 
 def citing_sentences(project: Project) -> dict[str, list[dict[str, Any]]]:
@@ -322,8 +321,6 @@ def citing_sentences(project: Project) -> dict[str, list[dict[str, Any]]]:
     verdicts and passages), else from the drafts' [Sn] markers."""
     found: dict[str, list[dict[str, Any]]] = {}
     evidence = load_evidence(project)
-    artifacts = evidence.get("artifacts") if isinstance(evidence.get("artifacts"), dict) else {}
-    assert isinstance(artifacts, dict)
     for name in (Artifact.FINAL, Artifact.DRAFT_V2, Artifact.DRAFT_V1):
         entry, current = evidence_for(project, name, evidence)
         if not entry:
@@ -351,14 +348,12 @@ def citing_sentences(project: Project) -> dict[str, list[dict[str, Any]]]:
         path = project.file(name)
         if not path.is_file() or path.is_symlink():
             continue
-        text = path.read_text(encoding="utf-8", errors="replace").split("\n## References", 1)[0]
-        for match in _SENTENCE.finditer(text):
-            sentence = match.group(0).strip()
-            for group in _CITE.findall(sentence):
-                for sid in re.findall(r"S\d+", group):
-                    found.setdefault(sid, []).append(
-                        {"artifact": str(name), "text": sentence, "verdict": "", "passage": "", "stale": False}
-                    )
+        # The alignment's own reading of an article: code, links and the reference list skipped.
+        for sentence in cited_sentences(path.read_text(encoding="utf-8", errors="replace")):
+            for sid in sentence.ids:
+                found.setdefault(sid, []).append(
+                    {"artifact": str(name), "text": sentence.text.strip(), "verdict": "", "passage": "", "stale": False}
+                )
         if found:
             break
     return found
