@@ -253,7 +253,11 @@ def start_import() -> None:
     global _import_thread
     if _litellm is not None or _import_thread is not None:
         return
-    _import_thread = threading.Thread(target=_import_in_background, name="pensieve-import-litellm", daemon=True)
+    # Not a daemon: the interpreter freezes daemon threads where they stand when it exits, and
+    # one frozen in the middle of an import holds the import lock; litellm's HTTP handlers
+    # import in their __del__ during finalization, so an early exit (a 401, a failed
+    # preflight) hung forever. A non-daemon thread is joined first: exit waits for the import.
+    _import_thread = threading.Thread(target=_import_in_background, name="pensieve-import-litellm", daemon=False)
     _import_thread.start()
 
 

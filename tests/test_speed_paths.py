@@ -37,6 +37,27 @@ def test_background_import_loads_litellm_and_its_first_call_modules(tmp_path: Pa
 
 
 @pytest.mark.slow
+def test_a_process_that_exits_while_litellm_is_importing_exits_cleanly(tmp_path: Path) -> None:
+    # The hang CI met (`pensieve run` answered by a 401 never exited): the interpreter froze
+    # the import thread mid-import, and litellm's HTTP handler imports in its __del__ during
+    # finalization, so the exit waited for the import lock forever. This object does what
+    # that __del__ does; the process exits at once, with the import under way.
+    code = (
+        "from pensieve import llm\n"
+        "class ImportsWhenCollected:\n"
+        "    def __del__(self):\n"
+        "        import http.cookies\n"
+        "keep = ImportsWhenCollected()\n"
+        "llm.start_import()\n"
+    )
+    for _ in range(3):
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=child_env(tmp_path), timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.slow
 def test_broken_litellm_is_one_clean_line_and_the_project_resumes(home: Home, tmp_path: Path) -> None:
     shadow = tmp_path / "shadow"
     (shadow / "litellm").mkdir(parents=True)
