@@ -27,6 +27,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+# Processes are timed as users run them, with their bytecode cached: a shell that sets
+# PYTHONDONTWRITEBYTECODE would make every start compile every changed module again.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 from pensieve.stages import STAGE_NAMES  # noqa: E402
 from tests.fakes.model_server import FakeModel  # noqa: E402

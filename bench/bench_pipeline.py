@@ -28,6 +28,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# Processes are timed as users run them, with their bytecode cached: a shell that sets
+# PYTHONDONTWRITEBYTECODE would make every start compile every changed module again.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import yaml

@@ -1,3 +1,3 @@
-from pensieve.cli import main
+from pensieve.launch import main
 
 main()

@@ -28,13 +28,13 @@ from pensieve.cli_support import (
     fail,
     guarded,
     out,
-    print_json,
     storage_error,
     workspace_of,
 )
 from pensieve.cli_tools import tools_command
 from pensieve.cli_topics import topics_app
 from pensieve.errors import PensieveError, UsageError
+from pensieve.json_text import print_json
 
 if TYPE_CHECKING:  # the real imports sit inside the commands: `list` and `--help` load no pipeline
     from pensieve.citations.check import CheckReport
@@ -492,14 +492,7 @@ def root(
 
 
 def main() -> None:
-    # Bytes on the command line that are not UTF-8 reach us as lone surrogates: refused
-    # here with one line (each command also checks its own free-text arguments).
-    for arg in sys.argv[1:]:
-        if any("\ud800" <= ch <= "\udfff" for ch in arg):
-            err.print(
-                "error: a command-line argument is not valid UTF-8 text; check the terminal's encoding", markup=False
-            )
-            raise SystemExit(2)
+    """Every command line but the ones pensieve.launch answers itself (the entry point)."""
     try:
         app()
     finally:

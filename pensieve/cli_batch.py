@@ -18,8 +18,9 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, fail, guarded, out, print_json, workspace_of
+from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, fail, guarded, out, workspace_of
 from pensieve.errors import PensieveError, UsageError
+from pensieve.json_text import print_json
 
 if TYPE_CHECKING:
     from pensieve.batch_queue import Planned, Worker

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.text import Text
 
-from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, guarded, out, print_json, workspace_of
+from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, guarded, out, workspace_of
 from pensieve.errors import UsageError
+from pensieve.json_text import print_json
 
 if TYPE_CHECKING:
     from pensieve.config import Settings

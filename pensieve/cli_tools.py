@@ -13,7 +13,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from pensieve.cli_support import JsonOpt, guarded, out, print_json
+from pensieve.cli_support import JsonOpt, guarded, out
+from pensieve.json_text import print_json
 
 if TYPE_CHECKING:
     from pensieve.config import Settings

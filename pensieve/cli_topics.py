@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from pensieve.cli_support import JsonOpt, WorkspaceOpt, check_text, err, guarded, out, print_json, workspace_of
+from pensieve.cli_support import JsonOpt, WorkspaceOpt, check_text, err, guarded, out, workspace_of
 from pensieve.errors import UsageError
+from pensieve.json_text import print_json
 
 if TYPE_CHECKING:  # imported for real inside the commands: only search and reindex load the model
     from pensieve.topics.capture import Captured

@@ -9,10 +9,14 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pensieve.errors import UsageError
 
-__all__ = ["check_config", "config_check_record", "config_path", "pensieve_home"]
+if TYPE_CHECKING:
+    from pensieve.workspace import Workspace
+
+__all__ = ["check_config", "checked_workspace", "config_check_record", "config_path", "pensieve_home"]
 
 
 def pensieve_home(environ: dict[str, str] | None = None) -> Path:
@@ -109,3 +113,11 @@ def check_config(home: Path | None = None, environ: dict[str, str] | None = None
         with contextlib.suppress(OSError):  # an unwritable cache: checked every time
             record.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(record, key)
+
+
+def checked_workspace(name: str) -> Workspace:
+    """The workspace `name` of this Pensieve home, once the configuration is known valid."""
+    from pensieve.workspace import open_workspace
+
+    check_config()
+    return open_workspace(pensieve_home(), name)

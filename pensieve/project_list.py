@@ -5,14 +5,18 @@ Nothing here waits for a run lock: a project being run is read as it stands.
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pensieve.errors import CorruptState, UsageError
-from pensieve.status import Status, load_status
+from pensieve.errors import UsageError
+from pensieve.stages import STAGE_NAMES
+from pensieve.status_view import read_status_view
 from pensieve.workspace import (
     BRIEF_FILE,
+    EVIDENCE_FILE,
     LOCK_FILE,
     MAX_BRIEF_BYTES,
     STATUS_FILE,
@@ -21,6 +25,9 @@ from pensieve.workspace import (
     create_project,
     read_file_nofollow,
 )
+
+if TYPE_CHECKING:
+    from pensieve.status import Status
 
 
 def validate_brief(brief: str) -> str:
@@ -36,6 +43,8 @@ def validate_brief(brief: str) -> str:
 
 
 def new_project(workspace: Workspace, brief: str, project_id: str | None = None) -> Project:
+    from pensieve.status import Status
+
     text = validate_brief(brief)
     return create_project(workspace, text, project_id, lambda pid: Status.new(pid, workspace.name).to_json())
 
@@ -81,6 +90,10 @@ class ProjectRow:
     # Share of the article's cited sentences its sources support, read from evidence.json
     # (never recomputed here); None: no evidence yet, no cited sentence, or stale.
     supported_share: float | None = None
+    # What the studio's projects page adds to a row.
+    stages_done: int = 0
+    cost_usd: float | None = None
+    tokens: int = 0
 
     @property
     def brief_line(self) -> str:
@@ -100,61 +113,76 @@ class ProjectRow:
 
 
 def summarize(project: Project) -> ProjectRow | None:
-    found = summarize_with_status(project)
-    return found[0] if found is not None else None
-
-
-def summarize_with_status(project: Project) -> tuple[ProjectRow, Status | None] | None:
-    """The project's row and the status it was read from (None when unreadable)."""
-    return _summarize(project.id, str(project.dir))
-
-
-def _summarize(project_id: str, directory: str) -> tuple[ProjectRow, Status | None] | None:
-    # Plain strings, not Paths: over 10,000 projects pathlib's joins cost more than reading.
-    status_path = os.path.join(directory, STATUS_FILE)
-    brief_path = os.path.join(directory, BRIEF_FILE)
-    if any(os.path.islink(path) for path in (directory, brief_path, status_path)):
-        # Planted links are never followed (a sibling's brief would show as this one's).
-        return ProjectRow(project_id, "unreadable", None, None, "(contains a symbolic link)", False), None
-    has_brief = os.path.isfile(brief_path)
-    if not os.path.isfile(status_path):
-        return None
-    try:
-        with open(brief_path, encoding="utf-8", errors="replace") as handle:
-            brief = handle.read()
-    except OSError:
-        brief = ""
-    try:
-        status = load_status(Path(status_path), keep_copy=False)
-    except CorruptState:
-        return ProjectRow(project_id, "unreadable", None, None, brief, has_brief), None
-    current = status.current_stage or status.first_unfinished()
-    state = status.status
-    if state == "running" and _live_pid_in(os.path.join(directory, LOCK_FILE)) is None:
-        state = "paused"  # see effective_status
-    row = ProjectRow(
-        project_id,
-        state,
-        current,
-        status.updated_at,
-        brief,
-        has_brief,
-        problems=len(status.problems),
-        supported_share=_supported_share(directory),
-    )
-    return row, status
-
-
-def _supported_share(directory: str) -> float | None:
-    from pensieve.evidence.store import EVIDENCE_FILE, latest_summary
-
-    if not os.path.isfile(os.path.join(directory, EVIDENCE_FILE)):
-        return None  # the usual case at scale: nothing to read
-    summary = latest_summary(Path(directory))
-    return summary.supported_share if summary is not None and summary.current else None
+    """The project's row; None when it has no status.json (not a project, or half made)."""
+    return _summarize(project.id, str(project.dir), None)
 
 
 def summarize_projects(workspace: Workspace) -> list[ProjectRow]:
     base = str(workspace.projects_dir)
-    found = [_summarize(project.id, os.path.join(base, project.id)) for project in workspace.projects()]
-    return [row for row, _status in (f for f in found if f is not None)]
+    found = [_summarize(e.name, os.path.join(base, e.name), e.is_symlink()) for e in workspace.project_entries()]
+    return [row for row in found if row is not None]
+
+
+# A file read by _read: its bytes, absent (or not a regular file), or a symbolic link.
+_ABSENT, _LINK = object(), object()
+
+
+def _read(path: str) -> bytes | object:
+    try:
+        return read_file_nofollow(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return _LINK
+        if exc.errno in (errno.ENOENT, errno.EINVAL, errno.ENOTDIR, errno.EISDIR):
+            return _ABSENT
+        raise
+
+
+def _summarize(project_id: str, directory: str, is_link: bool | None) -> ProjectRow | None:
+    # Plain strings and one open per file (no stat first): over 10,000 projects every
+    # system call shows. status.json is read without pydantic (see status_view).
+    link = ProjectRow(project_id, "unreadable", None, None, "(contains a symbolic link)", False)
+    if is_link if is_link is not None else os.path.islink(directory):
+        return link  # planted links are never followed (a sibling's brief would show as this one's)
+    try:
+        brief_raw = _read(os.path.join(directory, BRIEF_FILE))
+    except OSError:  # there, but not ours to read
+        brief_raw = b""
+    try:
+        status_raw = _read(os.path.join(directory, STATUS_FILE))
+    except OSError:
+        status_raw = None
+    if _LINK in (brief_raw, status_raw):
+        return link
+    if status_raw is _ABSENT:
+        return None
+    has_brief = isinstance(brief_raw, bytes)
+    brief = brief_raw.decode("utf-8", errors="replace") if isinstance(brief_raw, bytes) else ""
+    view = read_status_view(status_raw, STAGE_NAMES) if isinstance(status_raw, bytes) else None
+    if view is None:
+        return ProjectRow(project_id, "unreadable", None, None, brief, has_brief)
+    state = view.status
+    if state == "running" and _live_pid_in(os.path.join(directory, LOCK_FILE)) is None:
+        state = "paused"  # see effective_status
+    return ProjectRow(
+        project_id,
+        state,
+        view.current_stage,
+        view.updated_at,
+        brief,
+        has_brief,
+        problems=view.problems,
+        supported_share=_supported_share(directory),
+        stages_done=view.stages_done,
+        cost_usd=view.cost_usd,
+        tokens=view.tokens,
+    )
+
+
+def _supported_share(directory: str) -> float | None:
+    if not os.path.isfile(os.path.join(directory, EVIDENCE_FILE)):
+        return None  # the usual case at scale: nothing to read
+    from pensieve.evidence.store import latest_summary
+
+    summary = latest_summary(Path(directory))
+    return summary.supported_share if summary is not None and summary.current else None

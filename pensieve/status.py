@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -17,12 +16,8 @@ from pensieve.clock import backup_stamp, now_iso, parse_iso
 from pensieve.errors import CorruptState, format_validation_error
 from pensieve.hashing import sha256_of
 from pensieve.stages import STAGE_NAMES
+from pensieve.status_view import SCHEMA_VERSION, ProjectState, StageState
 from pensieve.workspace import Project, atomic_copy, atomic_write_text, read_file_nofollow
-
-SCHEMA_VERSION = 1
-
-ProjectState = Literal["pending", "running", "paused", "complete", "error"]
-StageState = Literal["pending", "running", "complete", "error", "interrupted"]
 
 
 class Usage(BaseModel):

@@ -30,6 +30,8 @@ STATUS_FILE = "status.json"
 EVENTS_FILE = "events.jsonl"
 LOCK_FILE = ".run.lock"
 BRIEF_FILE = "brief.md"
+# Claim-level evidence for the articles (pensieve.evidence.store writes it).
+EVIDENCE_FILE = "evidence.json"
 STAGING_DIR = ".staging"
 HISTORY_DIR = "history"
 # An artifact that failed its contract, kept for the user to read (never deleted).
@@ -261,13 +263,21 @@ class Workspace:
         return project
 
     def projects(self) -> list[Project]:
-        if not self.projects_dir.is_dir():
+        return [Project(self, entry.name) for entry in self.project_entries()]
+
+    def project_entries(self) -> list[os.DirEntry[str]]:
+        """The project directories by id (a link to a directory included: it is refused
+        where it is read); one scandir, no stat per entry."""
+        try:
+            with os.scandir(self.projects_dir) as entries:
+                found = [
+                    entry
+                    for entry in entries
+                    if not entry.name.startswith(".") and _NAME_RE.fullmatch(entry.name) and entry.is_dir()
+                ]
+        except (FileNotFoundError, NotADirectoryError):
             return []
-        found = []
-        for entry in sorted(self.projects_dir.iterdir()):
-            if entry.is_dir() and not entry.name.startswith(".") and _NAME_RE.fullmatch(entry.name):
-                found.append(Project(self, entry.name))
-        return found
+        return sorted(found, key=lambda entry: entry.name)
 
     def unique_id(self, base: str) -> str:
         candidate, n = base, 2

@@ -141,13 +141,14 @@ def test_list_checks_the_configuration_and_remembers_only_a_valid_one(home: Home
 
 
 def test_print_json_writes_rows_exactly_as_json_dumps_would() -> None:
-    from pensieve.cli_support import _flat_rows_json
+    from pensieve.json_text import _flat_rows_json
 
     rows = [
         {"id": "a", "brief": 'quote " back\\slash \u00e9 \u2028 \x00 tab\t', "n": 3, "none": None, "yes": True},
-        {"id": "b", "brief": "", "n": -1, "none": None, "yes": False},
+        {"id": "b", "brief": "", "n": -1, "none": None, "yes": False, "share": 0.1 + 0.2},
+        {"id": "c", "share": 1.0, "tiny": 1e-300, "big": 1e300, "zero": -0.0},
     ]
     assert _flat_rows_json(rows) == json.dumps(rows, indent=2, ensure_ascii=False)
-    others: list[object] = [[], [{}], [{"a": [1]}], [{"a": 1.5}], {"a": 1}]
+    others: list[object] = [[], [{}], [{"a": [1]}], [{"a": float("nan")}], [{"a": float("inf")}], {"a": 1}]
     for other in others:
         assert _flat_rows_json(other) is None  # written by json.dumps itself

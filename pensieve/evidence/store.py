@@ -15,9 +15,9 @@ from typing import Any
 from pensieve.clock import now_iso
 from pensieve.errors import CorruptState
 from pensieve.hashing import sha256_of_bytes
+from pensieve.workspace import EVIDENCE_FILE as EVIDENCE_FILE  # its name lives with the other files'
 from pensieve.workspace import atomic_write_text
 
-EVIDENCE_FILE = "evidence.json"
 VERSION = 1
 # The artifacts aligned, in pipeline order; the last one that exists is the article.
 ALIGNED = ("draft_v1.md", "draft_v2.md", "final.md")

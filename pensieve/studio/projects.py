@@ -17,7 +17,7 @@ from pensieve.errors import CorruptState, ProjectBusy, UsageError
 from pensieve.evidence.segment import cited_sentences
 from pensieve.evidence.store import EVIDENCE_FILE
 from pensieve.hashing import sha256_of_bytes
-from pensieve.project_list import lock_holder, summarize_with_status
+from pensieve.project_list import lock_holder, summarize_projects
 from pensieve.stages import STAGES, Artifact
 from pensieve.status import Status, load_status
 from pensieve.workspace import HISTORY_DIR, REJECTED_DIR, Project, Workspace, atomic_write_text, check_name
@@ -70,27 +70,20 @@ def _inside(project: Project, path: Path) -> Path:
 # -- the projects list ---------------------------------------------------------------------
 def list_json(workspace: Workspace) -> list[dict[str, object]]:
     """The objects of `pensieve list --json`."""
-    rows = []
-    for project in workspace.projects():
-        found = summarize_with_status(project)
-        if found is not None:
-            rows.append(found[0].to_json())
-    return rows
+    return [row.to_json() for row in summarize_projects(workspace)]
 
 
 def list_detail(workspace: Workspace) -> list[dict[str, object]]:
     """`list --json` plus what the projects page shows: title, cost, tokens, supported share."""
     rows = []
-    for project in workspace.projects():
-        found = summarize_with_status(project)
-        if found is None:
-            continue
-        row, status = found
+    for row in summarize_projects(workspace):
         data = row.to_json()
-        data["title"] = article_title(project) or row.brief_line
-        data["cost_usd"] = status.usage.cost_usd if status else None
-        data["tokens"] = status.usage.total_tokens if status else 0
-        data["stages_done"] = sum(1 for s in status.stages.values() if s.status == "complete") if status else 0
+        # An unreadable project may be a planted link: nothing more is read through it.
+        readable = row.status != "unreadable"
+        data["title"] = (article_title(workspace.project(row.id)) if readable else None) or row.brief_line
+        data["cost_usd"] = row.cost_usd
+        data["tokens"] = row.tokens
+        data["stages_done"] = row.stages_done
         rows.append(data)
     return rows
 

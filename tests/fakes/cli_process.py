@@ -4,7 +4,7 @@ forked from a warm forkserver.
 Fault-injection tests need many real processes they can SIGKILL or SIGINT. Starting
 Python and importing litellm costs seconds of CPU per process, so most trials fork
 their process from a forkserver that has imported Pensieve and litellm once; the child
-is still a separate process running the same `pensieve.cli.main` entry point with its
+is still a separate process running the same `pensieve.launch.main` entry point with its
 own environment, working directory and stdout/stderr. A few trials use a genuine
 `python -m pensieve` subprocess so the exec path is covered too.
 """
@@ -67,7 +67,7 @@ def _child(args: list[str], env: dict[str, str], cwd: str, out: str, err: str) -
     assert Path(pensieve.__file__).resolve().is_relative_to(REPO_ROOT), pensieve.__file__
     code = 0
     try:
-        from pensieve.cli import main
+        from pensieve.launch import main
 
         main()
     except SystemExit as exc:
