@@ -37,6 +37,41 @@ def test_background_import_loads_litellm_and_its_first_call_modules(tmp_path: Pa
 
 
 @pytest.mark.slow
+def test_a_call_offering_tools_does_not_import_litellms_mcp_gateway(tmp_path: Path) -> None:
+    # litellm checks every call that offers tools for its proxy's MCP tools, importing the
+    # mcp SDK and its gateway on the first one (0.3-0.6 s the first request waited for).
+    from tests.fakes.model_server import FakeModel, text
+
+    model = FakeModel().start()
+    model.script("refiner", text("a reply"))
+    tool = {"type": "function", "function": {"name": "text_stats", "parameters": {"type": "object"}}}
+    code = (
+        "import asyncio, sys\n"
+        "from pensieve import llm\n"
+        "reply = asyncio.run(llm.complete(model='openai/fake', api_base=sys.argv[1],\n"
+        "    messages=[{'role': 'system', 'content': 'one stage (`refiner`)'}, {'role': 'user', 'content': 'hi'}],\n"
+        f"    tools=[{tool!r}]))\n"
+        "assert reply.text == 'a reply', reply\n"
+        "gateway = ('litellm.responses.mcp.chat_completions_handler',\n"
+        "    'litellm.responses.mcp.litellm_proxy_mcp_handler')\n"
+        "print([m for m in gateway if m in sys.modules], 'mcp' in sys.modules)\n"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code, model.base_url],
+            capture_output=True,
+            text=True,
+            env=child_env(tmp_path, {"OPENAI_API_KEY": "sk-test-not-a-key"}),
+            timeout=120,
+        )
+    finally:
+        model.stop()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[] False"
+    assert model.requests[0].body["tools"][0]["function"]["name"] == "text_stats"
+
+
+@pytest.mark.slow
 def test_a_process_that_exits_while_litellm_is_importing_exits_cleanly(tmp_path: Path) -> None:
     # The hang CI met (`pensieve run` answered by a 401 never exited): the interpreter froze
     # the import thread mid-import, and litellm's HTTP handler imports in its __del__ during
