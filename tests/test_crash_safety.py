@@ -99,9 +99,11 @@ def assert_crash_leftovers_are_safe(home: Home, project_id: str) -> None:
 
 
 def run_children(
-    home: Home, trials: list[int], rng_for: dict[int, random.Random], span_s: float
+    home: Home, trials: list[int], rng_for: dict[int, random.Random], calls_per_run: int
 ) -> dict[int, dict[str, Any]]:
-    """Start one `pensieve run` per trial, SIGKILL each at its random moment."""
+    """Start one `pensieve run` per trial, SIGKILL each at its random moment: when the
+    fake model has received a random number of the run's calls, plus a random fraction of
+    a few calls' time (so kills land in model calls, tool calls, commits and transitions)."""
     env = child_env(home.path, {"OPENAI_API_KEY": os.environ["OPENAI_API_KEY"]})
     started: dict[int, subprocess.Popen[bytes] | BaseProcess] = {}
     outcome: dict[int, dict[str, Any]] = {}
@@ -114,8 +116,10 @@ def run_children(
 
     def killer(trial: int) -> None:
         process = started[trial]
-        offset = rng_for[trial].uniform(0.0, span_s)
-        wait_until(lambda: requests_of(home, f"t{trial}"), timeout_s=120)
+        rng = rng_for[trial]
+        calls = rng.randint(1, calls_per_run)
+        offset = rng.uniform(0.0, 3 * DELAY_S)
+        wait_until(lambda: len(requests_of(home, f"t{trial}")) >= calls, timeout_s=120)
         time.sleep(offset)
         pid = process.pid
         alive = (process.poll() is None) if isinstance(process, subprocess.Popen) else process.is_alive()
@@ -128,7 +132,7 @@ def run_children(
         else:
             process.join()
             code = process.exitcode
-        outcome[trial] = {"offset": offset, "killed_while_running": alive, "exit": code}
+        outcome[trial] = {"calls": calls, "offset": offset, "killed_while_running": alive, "exit": code}
 
     threads = [threading.Thread(target=killer, args=(trial,)) for trial in trials]
     for thread in threads:
@@ -172,27 +176,22 @@ def test_sigkill_at_random_moments_loses_nothing_and_repeats_nothing(memory_home
     for trial in range(TRIALS):
         home.new(f"Crash trial {trial}: how write-ahead logs survive power loss", "--id", f"t{trial}")
 
-    # Calibrate: how long undisturbed runs last from their first model call to their end,
-    # BATCH of them at once as in the trials (they share the CPU).
-    calibration = [f"calib{n}" for n in range(BATCH)]
-    for pid in calibration:
-        home.new("Calibration run", "--id", pid)
+    # Calibrate: how many model calls an undisturbed run makes. Kills are placed by progress
+    # (after a run's k-th call), not by the clock: a clock calibrated under one machine load
+    # missed most runs when the load changed (runs ended before their kill moment).
+    home.new("Calibration run", "--id", "calib")
     env = child_env(home.path, {"OPENAI_API_KEY": os.environ["OPENAI_API_KEY"]})
-    processes = [
-        fork_cli(["run", pid, "-q"], env, home.path, home.path / "c.out", home.path / "c.err") for pid in calibration
-    ]
-    wait_until(lambda: all(requests_of(home, pid) for pid in calibration), timeout_s=120)
-    began = time.monotonic()
-    for process in processes:
-        process.join(120)
-        assert process.exitcode == 0, (home.path / "c.err").read_text()
-    span_s = (time.monotonic() - began) * 1.1
+    calibration = fork_cli(["run", "calib", "-q"], env, home.path, home.path / "c.out", home.path / "c.err")
+    calibration.join(120)
+    assert calibration.exitcode == 0, (home.path / "c.err").read_text()
+    calls_per_run = len(requests_of(home, "calib"))
+    assert calls_per_run >= len(STAGES)
 
     rng_for = {trial: random.Random(SEED + trial) for trial in range(TRIALS)}
     report: dict[int, dict[str, Any]] = {}
     for first in range(0, TRIALS, BATCH):
         batch = list(range(first, min(first + BATCH, TRIALS)))
-        outcome = run_children(home, batch, rng_for, span_s)
+        outcome = run_children(home, batch, rng_for, calls_per_run)
         before: dict[int, Counter[str]] = {}
         finished: dict[int, set[str]] = {}
         for trial in batch:
@@ -224,7 +223,7 @@ def test_sigkill_at_random_moments_loses_nothing_and_repeats_nothing(memory_home
     print(f"\nkill trials: {len(report)} run, {len(report)} passed, {mid_run} killed mid-run")
     for trial, entry in sorted(report.items()):
         print(
-            f"  trial {trial:2d}: kill at +{entry['offset']:.2f}s, "
+            f"  trial {trial:2d}: kill at call {entry['calls']} +{entry['offset']:.2f}s, "
             f"{'mid-run' if entry['killed_while_running'] else 'after exit'}, "
             f"{entry['finished_before_kill']} stages finished before the kill"
         )
