@@ -212,14 +212,30 @@ def test_traversal_and_reserved_files_are_refused(home: Home, p1: Path) -> None:
         assert "TOP SECRET" not in response.text and '"schema_version"' not in response.text
     bad = c.put("/api/projects/p1/files/status.json", json={"text": "{}", "base_sha256": ""})
     assert bad.status_code == 400 and "not a stage artifact" in bad.json()["error"]
-    # A symlink planted in the project is not followed, for reading or writing.
+    # A symlink planted in the project is not followed, for reading or writing: the project
+    # is refused as `pensieve status` refuses it.
     os.remove(p1 / "outline.md")
     (p1 / "outline.md").symlink_to(home.path / "secret.md")
     got = c.get("/api/projects/p1/files/outline.md")
-    assert got.status_code == 400 and "TOP SECRET" not in got.text
+    assert got.status_code == 409 and "TOP SECRET" not in got.text
+    assert "contains a symbolic link (outline.md)" in got.json()["error"]
     put = c.put("/api/projects/p1/files/outline.md", json={"text": "x", "base_sha256": ""})
-    assert put.status_code == 400
+    assert put.status_code == 409
     assert (home.path / "secret.md").read_text() == "TOP SECRET"
+    os.remove(p1 / "outline.md")
+    # A log linked out of the workspace: neither the feed nor any page of the project reads it.
+    (home.path / "secret.md").write_text('{"kind": "note", "message": "TOP SECRET"}\n' * 3)
+    (p1 / "events.jsonl").symlink_to(home.path / "secret.md")
+    assert home.run("status", "p1").exit_code != 0  # the CLI's verdict, which the studio shares
+    for path in ("/api/projects/p1/events?since=0", "/api/projects/p1", "/api/projects/p1/view", "/projects/p1"):
+        refused = c.get(path, headers={"accept": "text/html"} if path == "/projects/p1" else {})
+        assert refused.status_code == 409, (path, refused.status_code)
+        assert "TOP SECRET" not in refused.text and "symbolic link (events.jsonl)" in refused.text, path
+        assert not refused.headers["content-type"].startswith("text/event-stream"), path
+    assert c.get("/api/projects/p1/events?since=0").json() == {
+        "error": "project p1 contains a symbolic link (events.jsonl); Pensieve does not follow links in a project. "
+        "Replace the link by a copy of the file it points to, or remove it"
+    }
     # So is a project directory that is a link to somewhere else.
     (home.path / "workspaces" / "default" / "projects" / "linked").symlink_to(p1)
     assert c.get("/api/projects/linked").status_code == 404

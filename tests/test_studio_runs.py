@@ -3,6 +3,7 @@ refused, stopped and resumed through the API, and the `pensieve studio` command 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -78,6 +79,35 @@ def test_the_feed_tails_the_event_log_from_connection_and_replays_on_request(hom
     assert [e[1]["message"] for e in replay] == ["old 1", "new 0", "new 1", "new 2"]
     delays = [arrived - sent for (arrived, _, _), sent in zip(live, written, strict=True)]
     assert max(delays) < 1.0, delays  # "arriving within a second"
+
+
+def test_the_feed_reader_never_follows_a_link(tmp_path: Path) -> None:
+    """The studio refuses a linked project when a request arrives; a log swapped for a link
+    while a feed is open is not followed either."""
+    from pensieve.studio.runs import count_lines, tail_events
+
+    secret = tmp_path / "secret.jsonl"
+    secret.write_text('{"kind": "note", "message": "TOP SECRET"}\n' * 5)
+    log = tmp_path / "events.jsonl"
+    log.write_text('{"kind": "note", "message": "mine"}\n')
+
+    async def read_for(seconds: float) -> list[str]:
+        seen: list[str] = []
+
+        async def collect() -> None:
+            async for _, line in tail_events(log, since=0, poll_s=0.01):
+                seen.append(line)
+                if "mine" in line:  # the regular log was read; now it becomes a link
+                    log.unlink()
+                    log.symlink_to(secret)
+
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(collect(), seconds)
+        return seen
+
+    assert asyncio.run(read_for(0.5)) == ['{"kind": "note", "message": "mine"}']
+    assert count_lines(log) == 0 and count_lines(secret) == 5
+    assert asyncio.run(read_for(0.3)) == []  # linked from the start: nothing at all
 
 
 def _get(base: str, path: str) -> httpx.Response:

@@ -54,6 +54,12 @@ def project_of(workspace: Workspace, project_id: str) -> Project:
         raise NotFound(f"unknown project {project_id!r}")
     if project.dir.resolve().parent != workspace.projects_dir.resolve():
         raise NotFound(f"unknown project {project_id!r}")
+    # As the CLI: a link anywhere in the project (events.jsonl -> /etc/passwd) would make a
+    # page or the live feed read outside the workspace, so the whole project is refused.
+    try:
+        project.refuse_links()
+    except UsageError as exc:
+        raise Conflict(str(exc)) from None
     return project
 
 

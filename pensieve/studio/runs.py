@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -22,7 +23,7 @@ from pathlib import Path
 from pensieve.project_list import lock_holder
 from pensieve.stages import STAGE_NAMES
 from pensieve.studio.projects import BadRequest, Conflict
-from pensieve.workspace import Project
+from pensieve.workspace import Project, open_nofollow
 
 # Set when the studio is told to stop: live feeds end so the server can close at once.
 STOPPING = threading.Event()
@@ -159,10 +160,19 @@ def _last_line(path: Path) -> str:
 
 def count_lines(path: Path) -> int:
     try:
-        with path.open("rb") as handle:
+        with open_nofollow(path) as handle:  # a link planted as the log is not followed
             return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
     except OSError:
         return 0
+
+
+def _log_size(path: Path) -> int:
+    """The log's size; 0 when it is absent or not a regular file (a link is not followed)."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return 0
+    return info.st_size if stat.S_ISREG(info.st_mode) else 0
 
 
 async def tail_events(path: Path, since: int | None, poll_s: float = 0.1) -> AsyncIterator[tuple[int, str]]:
@@ -173,16 +183,17 @@ async def tail_events(path: Path, since: int | None, poll_s: float = 0.1) -> Asy
     offset = 0
     pending = b""
     while not STOPPING.is_set():
-        try:
-            size = path.stat().st_size
-        except OSError:
-            size = 0
+        size = _log_size(path)
         if size < offset:  # replaced or truncated: read it again from the start
             offset, number, pending = 0, 0, b""
         if size > offset:
-            with path.open("rb") as handle:
-                handle.seek(offset)
-                data = handle.read(size - offset)
+            try:
+                # O_NOFOLLOW: the log may have been swapped for a link since the lstat.
+                with open_nofollow(path) as handle:
+                    handle.seek(offset)
+                    data = handle.read(size - offset)
+            except OSError:
+                data = b""
             offset += len(data)
             pending += data
             *lines, pending = pending.split(b"\n")
