@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Home
+from tests.conftest import MODEL_KEY, Home
 from tests.studio_support import (
     BASE,
     HOSTILE,
@@ -177,6 +177,59 @@ def test_create_a_project(home: Home) -> None:
         "Raft\n\nTarget length: about 900 words.\nAudience: students.\n"
     )
     assert not (home.path / "workspaces" / "escape").exists()
+
+
+def test_text_that_no_file_can_hold_is_refused_with_400(home: Home, p1: Path) -> None:
+    """A "\\ud800" escape in JSON makes a lone surrogate; refused as the CLI refuses one."""
+    c = client()
+    headers = {"Content-Type": "application/json"}
+    for body, needle in (
+        (b'{"brief": "abc \\ud800 def"}', '"brief" is not valid text'),
+        (b'{"brief": "Raft", "audience": "students \\udfff"}', '"audience" is not valid text'),
+    ):
+        response = c.post("/api/projects", content=body, headers=headers)
+        assert response.status_code == 400, response.text
+        assert needle in response.json()["error"]
+    assert [p.name for p in (home.path / "workspaces" / "default" / "projects").iterdir()] == ["p1"]
+    before = c.get("/api/projects/p1/files/outline.md").json()
+    put = c.put(
+        "/api/projects/p1/files/outline.md",
+        content=b'{"text": "edited \\ud83d", "base_sha256": "%s"}' % before["sha256"].encode(),
+        headers=headers,
+    )
+    assert put.status_code == 400 and '"text" is not valid text' in put.json()["error"]
+    assert (p1 / "outline.md").read_text() == before["text"]
+    # What every command line and batch file shares: the brief check itself.
+    from pensieve.errors import UsageError
+    from pensieve.project_list import validate_brief
+
+    with pytest.raises(UsageError, match="lone surrogate"):
+        validate_brief("abc \ud800 def")
+
+
+def test_an_unexpected_error_is_a_json_500_logged_without_the_token(
+    home: Home, p1: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Whatever goes wrong unexpectedly answers {"error": "internal error"}: no traceback,
+    no text of the exception in the answer; one log line, with neither token nor key."""
+    from pensieve.studio import projects
+
+    def broken(*args: object) -> None:
+        raise RuntimeError(f"disk on fire near {TOKEN} and {MODEL_KEY}")
+
+    monkeypatch.setattr(projects, "list_json", broken)
+    monkeypatch.setattr(projects, "list_detail", broken)
+    c = client()  # raises in the test if the error escaped the app
+    with caplog.at_level("ERROR", logger="pensieve.studio"):
+        answer = c.get("/api/projects?token=" + TOKEN)
+        page = c.get("/", headers={"accept": "text/html"})
+    assert answer.status_code == 500 and answer.json() == {"error": "internal error"}
+    assert page.status_code == 500 and "internal error" in page.text
+    for text in (answer.text, page.text):
+        assert "Traceback" not in text and "disk on fire" not in text and TOKEN not in text
+    assert "internal error answering GET /api/projects: RuntimeError: disk on fire" in caplog.text
+    assert TOKEN not in caplog.text and MODEL_KEY not in caplog.text
+    assert c.get("/api/projects/p1").status_code == 200  # the studio goes on
 
 
 def test_status_is_the_status_command(home: Home, p1: Path) -> None:

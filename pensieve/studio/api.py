@@ -75,6 +75,7 @@ def brief_with_options(brief: str, target_words: object, audience: object) -> st
     if audience not in (None, ""):
         if not isinstance(audience, str) or len(audience) > 300 or "\n" in audience:
             raise BadRequest('"audience" must be one line of at most 300 characters')
+        data.checked_text(audience, "audience")
         extra.append(f"Audience: {audience.strip()}.")
     return brief.rstrip() + ("\n\n" + "\n".join(extra) if extra else "")
 
@@ -85,6 +86,7 @@ async def create_project(request: Request) -> Response:
     brief = body.get("brief")
     if not isinstance(brief, str):
         raise BadRequest('"brief" is required: say what the article should be about')
+    data.checked_text(brief, "brief")
     project_id = _optional_str(body, "id")
     if project_id is not None:
         data.validate_id(project_id)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pensieve.errors import CorruptState, ProjectBusy, UsageError
+from pensieve.errors import CorruptState, ProjectBusy, UsageError, has_lone_surrogate
 from pensieve.evidence.segment import cited_sentences
 from pensieve.evidence.store import EVIDENCE_FILE
 from pensieve.hashing import sha256_of_bytes
@@ -42,6 +42,14 @@ class Conflict(Exception):
 
 class BadRequest(Exception):
     """The request is malformed (400)."""
+
+
+def checked_text(value: str, key: str) -> str:
+    """Text from a JSON body: a "\\ud800" escape makes a lone surrogate, which no file can
+    hold (it would fail deep inside a write); refused here, as the CLI refuses one."""
+    if has_lone_surrogate(value):
+        raise BadRequest(f'"{key}" is not valid text: it holds a lone surrogate (\\ud800-\\udfff)')
+    return value
 
 
 def project_of(workspace: Workspace, project_id: str) -> Project:
@@ -195,6 +203,7 @@ def save_artifact(project: Project, name: str, text: object, base_sha256: object
     path = artifact_path(project, name)
     if not isinstance(text, str):
         raise BadRequest('"text" must be a string')
+    checked_text(text, "text")  # else saved with "?" in its place: refused, never changed
     if not isinstance(base_sha256, str) or not re.fullmatch(r"[0-9a-f]{64}|", base_sha256):
         raise BadRequest('"base_sha256" must be the sha256 (hex) of the text the edit started from ("" for a new file)')
     data = text.encode("utf-8", errors="replace")
