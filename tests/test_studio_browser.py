@@ -13,17 +13,14 @@ from typing import Any
 
 import pytest
 
+from tests.browser_support import chromium_browser
 from tests.conftest import Home
 from tests.fakes.web_site import FakeSite
 from tests.studio_support import HOSTILE, TOKEN, make_project, real_server
 
-CHROMIUM = "/usr/lib/chromium/chromium"
 SHOTS = Path(os.environ.get("PENSIEVE_STUDIO_SHOTS", "")) if os.environ.get("PENSIEVE_STUDIO_SHOTS") else None
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM} (apt install chromium)"),
-]
+pytestmark = pytest.mark.slow
 
 # Set by any payload that runs; every payload in the fixtures writes window.__pwned.
 FLAG = "() => window.__pwned === undefined && !window.__dialog"
@@ -32,12 +29,8 @@ VIOLATIONS: list[str] = []
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    with chromium_browser() as chromium:
         yield chromium
-        chromium.close()
 
 
 def _page(browser: Any, base: str, width: int = 1280) -> Any:
