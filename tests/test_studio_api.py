@@ -165,10 +165,14 @@ def test_create_a_project(home: Home) -> None:
         ({"brief": "ok", "target_words": "many"}, "target_words"),
         ({"brief": "ok", "model": "openai/evil-model"}, "configured models"),
         ({"brief": "x" * 100_001}, "limit"),
+        # A project keeps no model: one chosen without a run would be silently dropped.
+        ({"brief": "ok", "id": "m1", "model": "openai/gpt-4o-mini"}, "start the run now"),
+        ({"brief": "ok", "id": "m1", "model": "openai/gpt-4o-mini", "start": False}, "start the run now"),
     ):
         response = c.post("/api/projects", json=body)
         assert response.status_code == 400, body
         assert needle in response.json()["error"], response.json()
+    assert not home.project_dir("m1").exists()
     assert c.post("/api/projects", content=b"not json", headers={"Content-Type": "application/json"}).status_code == 400
     assert c.post("/api/projects", json=["a list"]).status_code == 400
     # The form's options go into the brief, which the refiner reads.

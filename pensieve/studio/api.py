@@ -93,6 +93,13 @@ async def create_project(request: Request) -> Response:
         if (studio.workspace.projects_dir / project_id).exists():
             raise Conflict(f"project {project_id!r} already exists; choose another id")
     model = studio.checked_model(body.get("model"))
+    if model is not None and body.get("start") is not True:
+        # A project keeps no model of its own: a run takes one, so a model without a run
+        # would be dropped while the user believes it chosen.
+        raise BadRequest(
+            "model: a model is chosen for a run; start the run now, or leave the model out and "
+            "choose it on the project page when you run it"
+        )
     text = brief_with_options(brief, body.get("target_words"), body.get("audience"))
 
     def make() -> dict[str, object]:

@@ -92,6 +92,11 @@
   function initNew() {
     const form = $("#new-form");
     if (!form) return;
+    // A model belongs to a run (a project keeps none): without one, the choice is set aside.
+    const start = $("#start"), model = $("#model");
+    const followStart = () => { model.disabled = !start.checked; $("#model-note").hidden = start.checked; };
+    start.addEventListener("change", followStart);
+    followStart();
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
       const msg = $("#form-message");
@@ -100,7 +105,7 @@
       if (pid) body.id = pid;
       if ($("#words").value) body.target_words = Number($("#words").value);
       if ($("#audience").value.trim()) body.audience = $("#audience").value.trim();
-      if ($("#model").value) body.model = $("#model").value;
+      if (!model.disabled && model.value) body.model = model.value;
       body.start = $("#start").checked;
       say(msg, "Creating…");
       const r = await api("POST", "/api/projects", body);
