@@ -44,6 +44,22 @@ def make_workspace(home: Path, count: int) -> None:
             status.usage.add(1000, 200, 0.001)
         status.status = "complete" if n % 11 == 10 else "paused"
         project.status_path.write_text(status.to_json())
+        if status.status == "complete":
+            write_article(project.dir, n)
+
+
+def write_article(project_dir: Path, n: int) -> None:
+    """A finished project's final.md and evidence.json, as `pensieve evidence` leaves them: the
+    projects page reads each article's title and list reads its supported share."""
+    from pensieve.evidence.store import save_entry, summarize, text_sha256
+
+    paragraph = "Vector indexes trade recall for speed [S1]. Graph indexes walk neighbours [S2].\n\n"
+    text = f"# How vector databases index embeddings, part {n}\n\n" + paragraph * 40
+    (project_dir / "final.md").write_text(text, encoding="utf-8")
+    verdicts = ["supported"] * 60 + ["weak"] * 12 + ["unsupported"] * 8
+    sentences = [{"index": i, "verdict": v, "citations": []} for i, v in enumerate(verdicts)]
+    entry = {"artifact_sha256": text_sha256(text), "summary": summarize(sentences), "sentences": sentences}
+    save_entry(project_dir, "final.md", entry, {})
 
 
 def timed(action: object, repeat: int) -> float:

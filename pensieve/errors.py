@@ -24,6 +24,13 @@ def format_validation_error(error: ValidationError, *, noun: str = "argument", l
     return "; ".join(parts)
 
 
+def has_lone_surrogate(text: str) -> bool:
+    """Whether `text` holds a lone surrogate: bytes that were not UTF-8 (Python's
+    surrogateescape on a command line) or a "\\ud800" escape in JSON. No file can hold
+    one (UTF-8 cannot encode it), so such text is refused where it comes in."""
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
 class PensieveError(Exception):
     """An expected failure with a one-line message for the user."""
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pensieve.errors import UsageError
+from pensieve.errors import UsageError, has_lone_surrogate
 from pensieve.stages import STAGE_NAMES
 from pensieve.status_view import read_status_view
 from pensieve.workspace import (
@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 def validate_brief(brief: str) -> str:
     if not brief.strip():
         raise UsageError("the brief is empty; say what the article should be about")
+    if has_lone_surrogate(brief):  # from JSON (the studio, a batch file): no file could hold it
+        raise UsageError("the brief is not valid text: it holds a lone surrogate (\\ud800-\\udfff)")
     size = len(brief.encode("utf-8"))
     if size > MAX_BRIEF_BYTES:
         raise UsageError(

@@ -45,17 +45,24 @@ _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 MAX_BRIEF_BYTES = 100_000
 
 
-def read_file_nofollow(path: str | Path, limit: int | None = None) -> bytes:
-    """A file's bytes (at most `limit`), refusing a symbolic link (OSError ELOOP): a link
-    planted in a project must not make Pensieve read a file elsewhere."""
+def open_nofollow(path: str | Path) -> BinaryIO:
+    """A regular file opened for reading, refusing a symbolic link (OSError ELOOP): a link
+    planted in a project must not make Pensieve read a file elsewhere. Anything else that
+    is not a regular file (a FIFO would block the reader) is refused too (EINVAL)."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read() if limit is None else handle.read(limit)
-    finally:
+        return os.fdopen(fd, "rb")
+    except BaseException:
         os.close(fd)
+        raise
+
+
+def read_file_nofollow(path: str | Path, limit: int | None = None) -> bytes:
+    """A file's bytes (at most `limit`), refusing a symbolic link (see open_nofollow)."""
+    with open_nofollow(path) as handle:
+        return handle.read() if limit is None else handle.read(limit)
 
 
 def find_link(root: Path, max_entries: int = 200_000) -> Path | None:

@@ -3,12 +3,12 @@ content never runs, nothing is fetched, the layout fits a phone and a desktop, a
 citation reveals its passage without any script.
 
 Slow (a browser start per module, ~2-4 s); skipped, saying why, where Chromium or
-Playwright is missing. Screenshots are kept under the test's tmp directory.
+Playwright is missing (failed instead under PENSIEVE_REQUIRE_BROWSER=1, as in CI; see
+tests/browser_support.py). Screenshots are kept under the test's tmp directory.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,25 +18,16 @@ import pytest
 from pensieve.publish.bundle import bundle_files, write_bundle
 from pensieve.publish.document import load_article
 from pensieve.publish.html import html_page
+from tests.browser_support import chromium_browser
 from tests.publish_fixtures import write_evidence, write_final
-
-CHROMIUM = os.environ.get("PENSIEVE_CHROMIUM", "/usr/lib/chromium/chromium")
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).is_file():
-        pytest.skip(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium, or set PENSIEVE_CHROMIUM)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("Playwright for Python is not installed")
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    with chromium_browser() as chromium:
         yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module")

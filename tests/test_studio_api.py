@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Home
+from tests.conftest import MODEL_KEY, Home
 from tests.studio_support import (
     BASE,
     HOSTILE,
@@ -165,10 +165,14 @@ def test_create_a_project(home: Home) -> None:
         ({"brief": "ok", "target_words": "many"}, "target_words"),
         ({"brief": "ok", "model": "openai/evil-model"}, "configured models"),
         ({"brief": "x" * 100_001}, "limit"),
+        # A project keeps no model: one chosen without a run would be silently dropped.
+        ({"brief": "ok", "id": "m1", "model": "openai/gpt-4o-mini"}, "start the run now"),
+        ({"brief": "ok", "id": "m1", "model": "openai/gpt-4o-mini", "start": False}, "start the run now"),
     ):
         response = c.post("/api/projects", json=body)
         assert response.status_code == 400, body
         assert needle in response.json()["error"], response.json()
+    assert not home.project_dir("m1").exists()
     assert c.post("/api/projects", content=b"not json", headers={"Content-Type": "application/json"}).status_code == 400
     assert c.post("/api/projects", json=["a list"]).status_code == 400
     # The form's options go into the brief, which the refiner reads.
@@ -177,6 +181,59 @@ def test_create_a_project(home: Home) -> None:
         "Raft\n\nTarget length: about 900 words.\nAudience: students.\n"
     )
     assert not (home.path / "workspaces" / "escape").exists()
+
+
+def test_text_that_no_file_can_hold_is_refused_with_400(home: Home, p1: Path) -> None:
+    """A "\\ud800" escape in JSON makes a lone surrogate; refused as the CLI refuses one."""
+    c = client()
+    headers = {"Content-Type": "application/json"}
+    for body, needle in (
+        (b'{"brief": "abc \\ud800 def"}', '"brief" is not valid text'),
+        (b'{"brief": "Raft", "audience": "students \\udfff"}', '"audience" is not valid text'),
+    ):
+        response = c.post("/api/projects", content=body, headers=headers)
+        assert response.status_code == 400, response.text
+        assert needle in response.json()["error"]
+    assert [p.name for p in (home.path / "workspaces" / "default" / "projects").iterdir()] == ["p1"]
+    before = c.get("/api/projects/p1/files/outline.md").json()
+    put = c.put(
+        "/api/projects/p1/files/outline.md",
+        content=b'{"text": "edited \\ud83d", "base_sha256": "%s"}' % before["sha256"].encode(),
+        headers=headers,
+    )
+    assert put.status_code == 400 and '"text" is not valid text' in put.json()["error"]
+    assert (p1 / "outline.md").read_text() == before["text"]
+    # What every command line and batch file shares: the brief check itself.
+    from pensieve.errors import UsageError
+    from pensieve.project_list import validate_brief
+
+    with pytest.raises(UsageError, match="lone surrogate"):
+        validate_brief("abc \ud800 def")
+
+
+def test_an_unexpected_error_is_a_json_500_logged_without_the_token(
+    home: Home, p1: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Whatever goes wrong unexpectedly answers {"error": "internal error"}: no traceback,
+    no text of the exception in the answer; one log line, with neither token nor key."""
+    from pensieve.studio import projects
+
+    def broken(*args: object) -> None:
+        raise RuntimeError(f"disk on fire near {TOKEN} and {MODEL_KEY}")
+
+    monkeypatch.setattr(projects, "list_json", broken)
+    monkeypatch.setattr(projects, "list_detail", broken)
+    c = client()  # raises in the test if the error escaped the app
+    with caplog.at_level("ERROR", logger="pensieve.studio"):
+        answer = c.get("/api/projects?token=" + TOKEN)
+        page = c.get("/", headers={"accept": "text/html"})
+    assert answer.status_code == 500 and answer.json() == {"error": "internal error"}
+    assert page.status_code == 500 and "internal error" in page.text
+    for text in (answer.text, page.text):
+        assert "Traceback" not in text and "disk on fire" not in text and TOKEN not in text
+    assert "internal error answering GET /api/projects: RuntimeError: disk on fire" in caplog.text
+    assert TOKEN not in caplog.text and MODEL_KEY not in caplog.text
+    assert c.get("/api/projects/p1").status_code == 200  # the studio goes on
 
 
 def test_status_is_the_status_command(home: Home, p1: Path) -> None:
@@ -212,14 +269,30 @@ def test_traversal_and_reserved_files_are_refused(home: Home, p1: Path) -> None:
         assert "TOP SECRET" not in response.text and '"schema_version"' not in response.text
     bad = c.put("/api/projects/p1/files/status.json", json={"text": "{}", "base_sha256": ""})
     assert bad.status_code == 400 and "not a stage artifact" in bad.json()["error"]
-    # A symlink planted in the project is not followed, for reading or writing.
+    # A symlink planted in the project is not followed, for reading or writing: the project
+    # is refused as `pensieve status` refuses it.
     os.remove(p1 / "outline.md")
     (p1 / "outline.md").symlink_to(home.path / "secret.md")
     got = c.get("/api/projects/p1/files/outline.md")
-    assert got.status_code == 400 and "TOP SECRET" not in got.text
+    assert got.status_code == 409 and "TOP SECRET" not in got.text
+    assert "contains a symbolic link (outline.md)" in got.json()["error"]
     put = c.put("/api/projects/p1/files/outline.md", json={"text": "x", "base_sha256": ""})
-    assert put.status_code == 400
+    assert put.status_code == 409
     assert (home.path / "secret.md").read_text() == "TOP SECRET"
+    os.remove(p1 / "outline.md")
+    # A log linked out of the workspace: neither the feed nor any page of the project reads it.
+    (home.path / "secret.md").write_text('{"kind": "note", "message": "TOP SECRET"}\n' * 3)
+    (p1 / "events.jsonl").symlink_to(home.path / "secret.md")
+    assert home.run("status", "p1").exit_code != 0  # the CLI's verdict, which the studio shares
+    for path in ("/api/projects/p1/events?since=0", "/api/projects/p1", "/api/projects/p1/view", "/projects/p1"):
+        refused = c.get(path, headers={"accept": "text/html"} if path == "/projects/p1" else {})
+        assert refused.status_code == 409, (path, refused.status_code)
+        assert "TOP SECRET" not in refused.text and "symbolic link (events.jsonl)" in refused.text, path
+        assert not refused.headers["content-type"].startswith("text/event-stream"), path
+    assert c.get("/api/projects/p1/events?since=0").json() == {
+        "error": "project p1 contains a symbolic link (events.jsonl); Pensieve does not follow links in a project. "
+        "Replace the link by a copy of the file it points to, or remove it"
+    }
     # So is a project directory that is a link to somewhere else.
     (home.path / "workspaces" / "default" / "projects" / "linked").symlink_to(p1)
     assert c.get("/api/projects/linked").status_code == 404

@@ -13,17 +13,14 @@ from typing import Any
 
 import pytest
 
+from tests.browser_support import chromium_browser
 from tests.conftest import Home
 from tests.fakes.web_site import FakeSite
 from tests.studio_support import HOSTILE, TOKEN, make_project, real_server
 
-CHROMIUM = "/usr/lib/chromium/chromium"
 SHOTS = Path(os.environ.get("PENSIEVE_STUDIO_SHOTS", "")) if os.environ.get("PENSIEVE_STUDIO_SHOTS") else None
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM} (apt install chromium)"),
-]
+pytestmark = pytest.mark.slow
 
 # Set by any payload that runs; every payload in the fixtures writes window.__pwned.
 FLAG = "() => window.__pwned === undefined && !window.__dialog"
@@ -32,12 +29,8 @@ VIOLATIONS: list[str] = []
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    with chromium_browser() as chromium:
         yield chromium
-        chromium.close()
 
 
 def _page(browser: Any, base: str, width: int = 1280) -> Any:
@@ -62,10 +55,33 @@ def _stage_status(page: Any, stage: str) -> str:
     return str(page.locator(f'li[data-stage="{stage}"] [data-field="status"]').inner_text())
 
 
+def _row_ids(page: Any) -> list[str]:
+    return list(page.locator("#projects tbody tr").evaluate_all("rows => rows.map(r => r.dataset.id)"))
+
+
+def _row_is(project_id: str, state: str) -> str:
+    """A script true once the projects page shows `state` for the project's row."""
+    return f"() => document.querySelector('tr[data-id=\"{project_id}\"] .badge')?.textContent === '{state}'"
+
+
 def test_create_run_watch_read_edit_rerun_stop_and_resume(home: Home, browser: Any) -> None:
     home.monkeypatch.setenv("PENSIEVE_CONFIG", str(home.config_path))
+    # Ids in the opposite order of their titles (the briefs) and of their costs.
+    make_project("a-zebras", upto="outliner", brief="Zebras and their stripes")
+    make_project("z-aardvarks", upto="refiner", brief="Aardvarks and their burrows")
     with real_server() as base:
         page = _page(browser, base)
+        # The projects page sorts by a header's column, both ways.
+        assert _row_ids(page) == ["a-zebras", "z-aardvarks"]
+        page.click('th[data-key="title"]')
+        page.wait_for_function("() => document.querySelector('#projects tbody tr').dataset.id === 'z-aardvarks'")
+        assert _row_ids(page) == ["z-aardvarks", "a-zebras"]
+        assert page.get_attribute('th[data-key="title"]', "aria-sort") == "ascending"
+        page.click('th[data-key="title"]')
+        page.wait_for_function("() => document.querySelector('#projects tbody tr').dataset.id === 'a-zebras'")
+        page.click('th[data-key="cost_usd"]')  # $0.0001 (refiner) before $0.0003 (up to the outliner)
+        page.wait_for_function("() => document.querySelector('#projects tbody tr').dataset.id === 'z-aardvarks'")
+        assert _row_ids(page) == ["z-aardvarks", "a-zebras"]
         # Create from the form and start at once; the timeline fills in live.
         page.click("text=New article")
         page.fill("#brief", "How vector databases index embeddings")
@@ -121,6 +137,10 @@ def test_create_run_watch_read_edit_rerun_stop_and_resume(home: Home, browser: A
         # Stop a run and resume it.
         home.model.delay_s["researcher"] = 120.0
         page.goto(f"{base}/new")
+        page.uncheck("#start")  # a model belongs to a run: without one it cannot be chosen
+        assert page.is_disabled("#model") and page.is_visible("#model-note")
+        page.check("#start")
+        assert page.is_enabled("#model") and not page.is_visible("#model-note")
         page.fill("#brief", "Why B-trees still matter " + HOSTILE)
         page.fill("#pid", "btrees")
         page.click("button[type=submit]")
@@ -129,17 +149,30 @@ def test_create_run_watch_read_edit_rerun_stop_and_resume(home: Home, browser: A
             "() => document.querySelector('li[data-stage=researcher] [data-field=status]').textContent === 'running'",
             timeout=90_000,
         )
+        # Reloading the page mid-run picks the live feed up where it is.
+        page.reload()
+        page.wait_for_function("() => document.querySelectorAll('#feed li').length > 0", timeout=10_000)
+        page.wait_for_selector("#feed li.k-stage_start >> text=researcher", timeout=10_000)
+        assert page.inner_text("#feed-state") == "live"
+        # The projects page, open in another tab, follows the run without being reloaded.
+        listing = page.context.new_page()
+        listing.goto(f"{base}/")
+        listing.evaluate("() => { window.__same_page = true }")
+        listing.wait_for_function(_row_is("btrees", "running"))
         page.click("#stop-btn")
         page.wait_for_function(
             "() => document.querySelector('li[data-stage=researcher] [data-field=status]').textContent"
             " === 'interrupted' && document.body.dataset.state === 'paused'",
             timeout=60_000,
         )
+        listing.wait_for_function(_row_is("btrees", "paused"), timeout=10_000)
         home.model.delay_s.clear()
         page.click("#run-btn")
         page.wait_for_function("() => document.body.dataset.state === 'complete'", timeout=120_000)
         assert _stage_status(page, "researcher") == "complete"
-        assert page.evaluate(FLAG)
+        listing.wait_for_function(_row_is("btrees", "complete"), timeout=10_000)
+        assert listing.evaluate("() => window.__same_page === true")  # updated in place, never reloaded
+        assert page.evaluate(FLAG) and listing.evaluate(FLAG)
     assert VIOLATIONS == [], VIOLATIONS
 
 
@@ -197,7 +230,10 @@ def test_read_reveals_a_passage_and_hostile_content_runs_nothing(web_home: Home,
     assert fetched.id == "S6" and "<script>" in (project / fetched.raw_file).read_text()
     topics = home.path / "workspaces" / "default" / "topics"
     topics.mkdir(parents=True, exist_ok=True)
-    (topics / "evil.md").write_text(f"---\ntitle: 'Evil {HOSTILE}'\nsummary: '{HOSTILE}'\n---\n{HOSTILE}\n")
+    raft = "Raft elects a leader with randomized election timeouts; the leader replicates its log to followers."
+    (topics / "evil.md").write_text(
+        f"---\ntitle: 'Evil {HOSTILE}'\nsummary: '{HOSTILE}'\n---\n{raft} {HOSTILE}\n\n{raft}\n"
+    )
     with real_server() as base:
         page = _page(browser, base)
         for width in (1280, 390):
@@ -212,6 +248,8 @@ def test_read_reveals_a_passage_and_hostile_content_runs_nothing(web_home: Home,
             assert page.locator("a.cite[data-verdict=weak]").count() >= 1
             _shot(page, f"read-{width}")
             page.goto(f"{base}/")
+            for label in ("Stage", "Cost"):  # at a phone's width too (stacked cells)
+                assert page.locator(f'tr[data-id="hostile"] td[data-label="{label}"]').is_visible(), (width, label)
             _shot(page, f"projects-{width}")
         page.set_viewport_size({"width": 1280, "height": 900})
         for path in (
@@ -244,9 +282,16 @@ def test_read_reveals_a_passage_and_hostile_content_runs_nothing(web_home: Home,
             )
         assert download.value.suggested_filename.endswith(".txt")
         assert page.evaluate(FLAG)
-        # Topic search results (semantic search) are text too.
+        # Topics, read and found by semantic search, are text too.
         page.goto(f"{base}/topics")
         page.click("text=Read the topic")
+        assert page.evaluate(FLAG)
+        page.fill("#q", "how does Raft elect a leader")
+        page.click("#topic-search button[type=submit]")
+        page.wait_for_selector("#hits li", timeout=180_000)  # the first search loads the embedding model
+        hit = page.inner_text("#hits li")
+        assert hit.startswith("Evil <script>window.__pwned=1</script>") and "evil" in hit, hit
+        page.mouse.move(200, 300)
         assert page.evaluate(FLAG)
         _shot(page, "topics-1280")
     assert VIOLATIONS == [], VIOLATIONS

@@ -3,6 +3,7 @@ refused, stopped and resumed through the API, and the `pensieve studio` command 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -17,7 +18,7 @@ import httpx
 import pytest
 
 from tests.conftest import Home
-from tests.fakes.cli_process import child_env
+from tests.fakes.cli_process import child_env, exec_cli
 from tests.studio_support import TOKEN, make_project, real_server, wait_for
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -78,6 +79,35 @@ def test_the_feed_tails_the_event_log_from_connection_and_replays_on_request(hom
     assert [e[1]["message"] for e in replay] == ["old 1", "new 0", "new 1", "new 2"]
     delays = [arrived - sent for (arrived, _, _), sent in zip(live, written, strict=True)]
     assert max(delays) < 1.0, delays  # "arriving within a second"
+
+
+def test_the_feed_reader_never_follows_a_link(tmp_path: Path) -> None:
+    """The studio refuses a linked project when a request arrives; a log swapped for a link
+    while a feed is open is not followed either."""
+    from pensieve.studio.runs import count_lines, tail_events
+
+    secret = tmp_path / "secret.jsonl"
+    secret.write_text('{"kind": "note", "message": "TOP SECRET"}\n' * 5)
+    log = tmp_path / "events.jsonl"
+    log.write_text('{"kind": "note", "message": "mine"}\n')
+
+    async def read_for(seconds: float) -> list[str]:
+        seen: list[str] = []
+
+        async def collect() -> None:
+            async for _, line in tail_events(log, since=0, poll_s=0.01):
+                seen.append(line)
+                if "mine" in line:  # the regular log was read; now it becomes a link
+                    log.unlink()
+                    log.symlink_to(secret)
+
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(collect(), seconds)
+        return seen
+
+    assert asyncio.run(read_for(0.5)) == ['{"kind": "note", "message": "mine"}']
+    assert count_lines(log) == 0 and count_lines(secret) == 5
+    assert asyncio.run(read_for(0.3)) == []  # linked from the start: nothing at all
 
 
 def _get(base: str, path: str) -> httpx.Response:
@@ -222,17 +252,87 @@ def test_the_studio_starts_without_litellm_or_torch(home: Home, tmp_path: Path) 
     assert result.stdout.strip() == ""
 
 
+@pytest.mark.slow
 def test_a_run_started_in_a_terminal_is_seen_and_stoppable(home: Home) -> None:
-    """The lock holder is found whoever started the run (here: this test process)."""
+    """`pensieve run` in a terminal: the studio sees its lock, refuses a second run, stops it
+    as Ctrl-C would (the stage in flight is interrupted) and resumes it later."""
+    home.model.delay_s["researcher"] = 120.0
+    with real_server() as base:
+        assert _post(base, "/api/projects", {"brief": "How Raft elects a leader", "id": "raft"}).status_code == 201
+        terminal = exec_cli(
+            ["run", "raft"], child_env(home.path), home.path, home.path / "run.out", home.path / "run.err"
+        )
+        try:
+            wait_for(lambda: any(r.stage == "researcher" for r in home.model.requests), 90, "the researcher's call")
+            view = _get(base, "/api/projects/raft/view").json()
+            assert view["running_pid"] == terminal.pid and view["state"] == "running"
+            assert _post(base, "/api/projects/raft/run").status_code == 409
+            stopped = _post(base, "/api/projects/raft/stop")
+            assert stopped.status_code == 202 and stopped.json()["pid"] == terminal.pid
+            assert terminal.wait(timeout=60) == 130  # as after Ctrl-C
+        finally:
+            if terminal.poll() is None:
+                terminal.kill()
+        err = (home.path / "run.err").read_text()
+        assert "interrupted: run `pensieve run raft` to continue" in err and "Traceback" not in err
+        status = _status(base, "raft")
+        stages = status["stages"]
+        assert isinstance(stages, dict)
+        assert status["status"] == "paused" and stages["researcher"]["status"] == "interrupted"
+        # Resumed later, from the studio: the interrupted stage runs again to the end.
+        home.model.delay_s.clear()
+        assert _post(base, "/api/projects/raft/run").status_code == 202
+        wait_for(lambda: _status(base, "raft")["status"] == "complete", 120, "the project to complete")
+
+
+def test_only_a_pensieve_run_of_the_project_is_signalled() -> None:
+    from pensieve.studio.runs import pensieve_arguments
+
+    assert pensieve_arguments(["/usr/bin/python3", "-m", "pensieve", "run", "p1", "-q"]) == ["run", "p1", "-q"]
+    assert pensieve_arguments(["/venv/bin/python", "/venv/bin/pensieve", "worker"]) == ["worker"]
+    assert pensieve_arguments(["/venv/bin/python", "-X", "dev", "-m", "pensieve", "batch", "f.yaml"]) == [
+        "batch",
+        "f.yaml",
+    ]
+    for other in (["python", "-m", "pytest", "tests/pensieve"], ["vim", "pensieve/run.py"], ["python", "-c", "x"]):
+        assert pensieve_arguments(other) is None, other
+
+
+@pytest.mark.slow
+def test_stop_refuses_to_interrupt_a_queue_worker(home: Home) -> None:
+    """`pensieve batch` runs its projects in its own process, under each project's lock: Stop
+    on one of them says so instead of interrupting the whole batch."""
+    from pensieve.project_list import lock_holder
     from pensieve.workspace import open_workspace
 
-    make_project("p1", upto="outliner")
-    project = open_workspace(home.path, "default").project("p1")
-    with real_server() as base, project.run_lock():
-        view = _get(base, "/api/projects/p1/view").json()
-        assert view["running_pid"] == os.getpid()
-        assert view["state"] == "paused"  # status.json says paused; the lock says a process holds it
-        assert _post(base, "/api/projects/p1/run").status_code == 409
+    home.configure(queue={"poll_interval_s": 0.2})
+    home.model.delay_s["researcher"] = 120.0
+    items = home.path / "items.yaml"
+    items.write_text("- brief: How Raft elects a leader\n  id: raft\n")
+    batch = exec_cli(
+        ["batch", str(items), "--concurrency", "1"],
+        child_env(home.path),
+        home.path,
+        home.path / "batch.out",
+        home.path / "batch.err",
+    )
+    try:
+        project = open_workspace(home.path, "default").project("raft")
+        wait_for(lambda: any(r.stage == "researcher" for r in home.model.requests), 120, "the researcher's call")
+        assert lock_holder(project) == batch.pid
+        with real_server() as base:
+            refused = _post(base, "/api/projects/raft/stop")
+        assert refused.status_code == 409, refused.text
+        error = refused.json()["error"]
+        assert f"queue worker (`pensieve batch`, process {batch.pid})" in error and "Ctrl-C" in error
+        time.sleep(0.5)
+        assert batch.poll() is None and lock_holder(project) == batch.pid  # the batch goes on
+    finally:
+        batch.send_signal(signal.SIGINT)
+        try:
+            batch.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            batch.kill()
 
 
 @pytest.mark.slow

@@ -3,6 +3,7 @@ and no unexpected start-up (.pth) files in the environment's site-packages."""
 
 from __future__ import annotations
 
+import ast
 import re
 import site
 import sys
@@ -52,6 +53,24 @@ def test_every_direct_dependency_is_pinned_exactly() -> None:
     litellm = next(r for r in project["dependencies"] if _name(r.split("[")[0].split("=")[0]) == "litellm")
     assert litellm.endswith(f"=={LITELLM_PIN}")
     assert LITELLM_PIN not in MALICIOUS_LITELLM
+
+
+def test_the_studio_declares_every_package_it_imports() -> None:
+    """The issue's rule for the studio: declare what you use, even what litellm brings."""
+    declared = {_name(r.split("[")[0].split("=")[0]) for r in pyproject()["project"]["dependencies"]}
+    distributions = metadata.packages_distributions()
+    studio = [*(REPO / "pensieve" / "studio").rglob("*.py"), REPO / "pensieve" / "cli_studio.py"]
+    for path in studio:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for top in {name.split(".")[0] for name in names} - set(sys.stdlib_module_names) - {"pensieve"}:
+                packages = {_name(d) for d in distributions.get(top, [top])}
+                assert packages & declared, f"{path.name} imports {top}, which pyproject.toml does not declare"
 
 
 def test_the_lock_pins_the_whole_tree_with_hashes() -> None:

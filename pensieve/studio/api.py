@@ -75,6 +75,7 @@ def brief_with_options(brief: str, target_words: object, audience: object) -> st
     if audience not in (None, ""):
         if not isinstance(audience, str) or len(audience) > 300 or "\n" in audience:
             raise BadRequest('"audience" must be one line of at most 300 characters')
+        data.checked_text(audience, "audience")
         extra.append(f"Audience: {audience.strip()}.")
     return brief.rstrip() + ("\n\n" + "\n".join(extra) if extra else "")
 
@@ -85,12 +86,20 @@ async def create_project(request: Request) -> Response:
     brief = body.get("brief")
     if not isinstance(brief, str):
         raise BadRequest('"brief" is required: say what the article should be about')
+    data.checked_text(brief, "brief")
     project_id = _optional_str(body, "id")
     if project_id is not None:
         data.validate_id(project_id)
         if (studio.workspace.projects_dir / project_id).exists():
             raise Conflict(f"project {project_id!r} already exists; choose another id")
     model = studio.checked_model(body.get("model"))
+    if model is not None and body.get("start") is not True:
+        # A project keeps no model of its own: a run takes one, so a model without a run
+        # would be dropped while the user believes it chosen.
+        raise BadRequest(
+            "model: a model is chosen for a run; start the run now, or leave the model out and "
+            "choose it on the project page when you run it"
+        )
     text = brief_with_options(brief, body.get("target_words"), body.get("audience"))
 
     def make() -> dict[str, object]:

@@ -4,6 +4,7 @@ guard (pensieve.studio.security) that every request passes first."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pensieve.errors import PensieveError, ProjectBusy, UsageError
 from pensieve.studio import api
@@ -28,6 +30,7 @@ from pensieve.studio.security import SANDBOX_CSP, BodyTooLarge, Guard
 from pensieve.workspace import Project, Workspace
 
 HERE = Path(__file__).parent
+LOG = logging.getLogger("pensieve.studio")
 
 
 @dataclass
@@ -328,6 +331,37 @@ async def on_error(request: Request, exc: Exception) -> Response:
     raise exc
 
 
+def internal_error_handler(token: str) -> Any:
+    """The answer to anything unexpected: a JSON 500 (or the error page), never a traceback;
+    one line on the studio's log with what failed, the path but not the query (a first
+    visit's ?token= is there) and the token scrubbed from the message."""
+
+    async def on_internal_error(request: Request, exc: Exception) -> Response:
+        from pensieve.redact import scrub
+
+        what = scrub(f"{type(exc).__name__}: {exc}").replace(token, "[token]")
+        LOG.error("internal error answering %s %s: %s", request.method, request.url.path, what[:500])
+        return _error(request, 500, "internal error")
+
+    return on_internal_error
+
+
+@dataclass
+class Answered:
+    """Starlette answers an unexpected error through the handler above, then raises it again
+    for the server to log with its traceback; it was answered and logged already, so it
+    ends here."""
+
+    app: ASGIApp
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self.app(scope, receive, send)
+        except Exception:
+            if scope["type"] != "http":
+                raise
+
+
 def create_app(
     workspace: Workspace, *, token: str, host: str = "127.0.0.1", port: int = 8765, extra_hosts: tuple[str, ...] = ()
 ) -> Guard:
@@ -352,9 +386,10 @@ def create_app(
     handlers: dict[Any, Any] = {
         cls: on_error for cls in (Conflict, ProjectBusy, NotFound, BadRequest, UsageError, BodyTooLarge, HTTPException)
     }
+    handlers[Exception] = internal_error_handler(token)
     app = Starlette(routes=routes, exception_handlers=handlers)
     app.state.studio = studio
-    return Guard(app, token=token, host=host, port=port, extra_hosts=extra_hosts)
+    return Guard(Answered(app), token=token, host=host, port=port, extra_hosts=extra_hosts)
 
 
 def token_from_env() -> str | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pensieve.errors import CorruptState, ProjectBusy, UsageError
+from pensieve.errors import CorruptState, ProjectBusy, UsageError, has_lone_surrogate
 from pensieve.evidence.segment import cited_sentences
 from pensieve.evidence.store import EVIDENCE_FILE
 from pensieve.hashing import sha256_of_bytes
@@ -44,6 +44,14 @@ class BadRequest(Exception):
     """The request is malformed (400)."""
 
 
+def checked_text(value: str, key: str) -> str:
+    """Text from a JSON body: a "\\ud800" escape makes a lone surrogate, which no file can
+    hold (it would fail deep inside a write); refused here, as the CLI refuses one."""
+    if has_lone_surrogate(value):
+        raise BadRequest(f'"{key}" is not valid text: it holds a lone surrogate (\\ud800-\\udfff)')
+    return value
+
+
 def project_of(workspace: Workspace, project_id: str) -> Project:
     """An existing project by a validated id, whose directory is a real one in the workspace."""
     try:
@@ -54,6 +62,12 @@ def project_of(workspace: Workspace, project_id: str) -> Project:
         raise NotFound(f"unknown project {project_id!r}")
     if project.dir.resolve().parent != workspace.projects_dir.resolve():
         raise NotFound(f"unknown project {project_id!r}")
+    # As the CLI: a link anywhere in the project (events.jsonl -> /etc/passwd) would make a
+    # page or the live feed read outside the workspace, so the whole project is refused.
+    try:
+        project.refuse_links()
+    except UsageError as exc:
+        raise Conflict(str(exc)) from None
     return project
 
 
@@ -189,6 +203,7 @@ def save_artifact(project: Project, name: str, text: object, base_sha256: object
     path = artifact_path(project, name)
     if not isinstance(text, str):
         raise BadRequest('"text" must be a string')
+    checked_text(text, "text")  # else saved with "?" in its place: refused, never changed
     if not isinstance(base_sha256, str) or not re.fullmatch(r"[0-9a-f]{64}|", base_sha256):
         raise BadRequest('"base_sha256" must be the sha256 (hex) of the text the edit started from ("" for a new file)')
     data = text.encode("utf-8", errors="replace")

@@ -2,7 +2,8 @@
 
 A run is an ordinary `python -m pensieve run ID` process in its own session: closing the
 studio does not stop it, and the project's run lock keeps two runs from overlapping. Stop
-sends SIGINT to the process holding the lock, so the run ends exactly as after Ctrl-C.
+sends SIGINT to the process holding the lock, so the run ends exactly as after Ctrl-C; only
+when that process is `pensieve run` of the project, never a queue worker running many.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -22,7 +24,7 @@ from pathlib import Path
 from pensieve.project_list import lock_holder
 from pensieve.stages import STAGE_NAMES
 from pensieve.studio.projects import BadRequest, Conflict
-from pensieve.workspace import Project
+from pensieve.workspace import Project, open_nofollow
 
 # Set when the studio is told to stop: live feeds end so the server can close at once.
 STOPPING = threading.Event()
@@ -118,8 +120,9 @@ class RunManager:
             pid = child.pid if child is not None else None
         if pid is None:
             raise Conflict(f"project {project.id} is not running")
-        if not _is_pensieve_run(pid):
-            raise Conflict(f"process {pid} holding {project.id} is not a pensieve run; not signalled")
+        refusal = _not_a_run_of(pid, project.id)
+        if refusal is not None:
+            raise Conflict(refusal)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGINT)
         return {"id": project.id, "pid": pid, "signal": "SIGINT"}
@@ -136,16 +139,41 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def _is_pensieve_run(pid: int) -> bool:
-    """Refuse to signal a pid that is not a Pensieve process (a stale lock file, a reused pid)."""
+QUEUE_COMMANDS = ("worker", "batch")  # run their projects in-process, under the project's lock
+
+
+def pensieve_arguments(words: list[str]) -> list[str] | None:
+    """The arguments of a `pensieve` command line, None for any other process:
+    `python -m pensieve run p1 ...`, or the `pensieve` script (`python .../bin/pensieve run p1`)."""
+    for i, word in enumerate(words):
+        if word == "-m" and i + 1 < len(words):
+            return words[i + 2 :] if words[i + 1] == "pensieve" else None
+        if i <= 1 and Path(word).name == "pensieve":
+            return words[i + 1 :]
+    return None
+
+
+def _not_a_run_of(pid: int, project_id: str) -> str | None:
+    """Why the lock holder `pid` must not be sent SIGINT, or None when it is `pensieve run` of
+    this project. A queue process (`pensieve worker`, `pensieve batch`) holds the lock of each
+    project it runs: interrupting it would stop every project it works on."""
     cmdline = Path(f"/proc/{pid}/cmdline")
     if not cmdline.parent.exists():
-        return True  # no /proc: the lock holder is the best knowledge there is
+        return None  # no /proc: the lock holder is the best knowledge there is
     try:
-        words = cmdline.read_bytes().split(b"\0")
+        words = cmdline.read_bytes().decode("utf-8", "replace").rstrip("\0").split("\0")
     except OSError:
-        return False
-    return any(b"pensieve" in w for w in words)
+        return f"process {pid} holding {project_id} cannot be inspected; not signalled"
+    args = pensieve_arguments(words)
+    if args and args[0] == "run" and project_id in args[1:]:
+        return None
+    if args and args[0] in QUEUE_COMMANDS:
+        return (
+            f"project {project_id} is being run by a queue worker (`pensieve {args[0]}`, process {pid}), "
+            "which the studio does not interrupt: that would stop every project it runs. To stop it, press "
+            f"Ctrl-C where it runs (or `kill -INT {pid}`); its projects pause and resume when a worker runs again"
+        )
+    return f"process {pid} holding {project_id} is not `pensieve run {project_id}`; not signalled"
 
 
 def _last_line(path: Path) -> str:
@@ -159,10 +187,19 @@ def _last_line(path: Path) -> str:
 
 def count_lines(path: Path) -> int:
     try:
-        with path.open("rb") as handle:
+        with open_nofollow(path) as handle:  # a link planted as the log is not followed
             return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
     except OSError:
         return 0
+
+
+def _log_size(path: Path) -> int:
+    """The log's size; 0 when it is absent or not a regular file (a link is not followed)."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return 0
+    return info.st_size if stat.S_ISREG(info.st_mode) else 0
 
 
 async def tail_events(path: Path, since: int | None, poll_s: float = 0.1) -> AsyncIterator[tuple[int, str]]:
@@ -173,16 +210,17 @@ async def tail_events(path: Path, since: int | None, poll_s: float = 0.1) -> Asy
     offset = 0
     pending = b""
     while not STOPPING.is_set():
-        try:
-            size = path.stat().st_size
-        except OSError:
-            size = 0
+        size = _log_size(path)
         if size < offset:  # replaced or truncated: read it again from the start
             offset, number, pending = 0, 0, b""
         if size > offset:
-            with path.open("rb") as handle:
-                handle.seek(offset)
-                data = handle.read(size - offset)
+            try:
+                # O_NOFOLLOW: the log may have been swapped for a link since the lstat.
+                with open_nofollow(path) as handle:
+                    handle.seek(offset)
+                    data = handle.read(size - offset)
+            except OSError:
+                data = b""
             offset += len(data)
             pending += data
             *lines, pending = pending.split(b"\n")

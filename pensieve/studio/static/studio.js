@@ -59,11 +59,12 @@
         const td2 = el("td");
         td2.append(el("span", { class: "badge s-" + r.status }, r.status));
         if (r.problems) td2.append(" ", el("span", { class: "warn" }, r.problems + " problems"));
-        const td3 = el("td", {}, (r.current_stage || "-") + " ");
+        const td3 = el("td", { "data-label": "Stage" }, (r.current_stage || "-") + " ");
         td3.append(el("span", { class: "sub" }, r.stages_done + "/10"));
         const share = r.supported_share === null || r.supported_share === undefined ? "-" : Math.round(r.supported_share * 100) + "%";
-        tr.append(td1, td2, td3, el("td", { class: "num" }, fmtCost(r.cost_usd)), el("td", { class: "num" }, share),
-          el("td", {}, (r.updated_at || "-").slice(0, 16).replace("T", " ")));
+        tr.append(td1, td2, td3, el("td", { class: "num", "data-label": "Cost" }, fmtCost(r.cost_usd)),
+          el("td", { class: "num", "data-label": "Supported" }, share),
+          el("td", { "data-label": "Updated" }, (r.updated_at || "-").slice(0, 16).replace("T", " ")));
         body.append(tr);
       }
       table.tBodies[0].replaceWith(body);
@@ -92,6 +93,11 @@
   function initNew() {
     const form = $("#new-form");
     if (!form) return;
+    // A model belongs to a run (a project keeps none): without one, the choice is set aside.
+    const start = $("#start"), model = $("#model");
+    const followStart = () => { model.disabled = !start.checked; $("#model-note").hidden = start.checked; };
+    start.addEventListener("change", followStart);
+    followStart();
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
       const msg = $("#form-message");
@@ -100,7 +106,7 @@
       if (pid) body.id = pid;
       if ($("#words").value) body.target_words = Number($("#words").value);
       if ($("#audience").value.trim()) body.audience = $("#audience").value.trim();
-      if ($("#model").value) body.model = $("#model").value;
+      if (!model.disabled && model.value) body.model = model.value;
       body.start = $("#start").checked;
       say(msg, "Creating…");
       const r = await api("POST", "/api/projects", body);
