@@ -20,7 +20,7 @@ from markdown_it import MarkdownIt
 
 from pensieve.status import load_status, save_status
 from tests.conftest import Home
-from tests.publish_fixtures import HOSTILE_TITLE, write_evidence, write_final
+from tests.publish_fixtures import HOSTILE_TITLE, cited_reference, write_evidence, write_final
 
 PROJECT = "vdb"
 URLS = {
@@ -85,7 +85,7 @@ def test_html_export(home: Home, project: Path) -> None:
     cites = tree.xpath("//a[contains(concat(' ', @class, ' '), ' cite ')]")
     assert len(cites) == 10
     for cite in cites:
-        target = cite.get("href")[1:]
+        target = cited_reference(tree, cite)
         assert target in references
         number = references[target].get("value")
         assert cite.text_content().startswith(f"[{number}]")
@@ -104,6 +104,12 @@ def test_html_export(home: Home, project: Path) -> None:
 def test_html_marks_unsupported_and_stale_evidence(home: Home, project: Path) -> None:
     write_evidence(project, verdicts={"S3": "unsupported", "S2": "weak"})
     tree = lxml_html.fromstring(_export(home).read_text(encoding="utf-8"))
+    # Each citation opens its passage, which links to the reference.
+    references = {li.get("id"): li.get("value") for li in tree.xpath("//ol[@class='references']/li")}
+    cites = tree.xpath("//a[contains(concat(' ', @class, ' '), ' cite ')]")
+    assert len(cites) == 10 and all(c.get("href").startswith("#ev-") for c in cites)
+    for cite in cites:
+        assert cite.text_content().startswith(f"[{references[cited_reference(tree, cite)]}]")
     for cite in tree.xpath("//a[@data-source='S3']"):
         assert cite.get("data-verdict") == "unsupported"
         assert "unsupported" in cite.text_content()
