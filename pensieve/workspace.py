@@ -58,6 +58,30 @@ def read_file_nofollow(path: str | Path, limit: int | None = None) -> bytes:
         os.close(fd)
 
 
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def special_file_kind(path: Path) -> str | None:
+    """What stands at `path` when it is there but is not a regular file ("a FIFO", "a
+    character device", "a symbolic link", "a directory"); None for a regular file or
+    nothing. An atomic write renames over whatever entry is there, a device node included,
+    so a caller replacing a file a user named asks this first (a link is not followed)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None  # absent, or a parent that is no directory: the write itself reports it
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for is_kind, kind in _KINDS if is_kind(mode)), "not a regular file")
+
+
 def find_link(root: Path, max_entries: int = 200_000) -> Path | None:
     """The first symbolic link at or under root (not followed), if any.
 

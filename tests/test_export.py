@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import zipfile
@@ -327,6 +329,20 @@ def test_cli_errors(home: Home, project: Path, tmp_path: Path) -> None:
     assert "unknown project 'nope'" in _error(home, "nope")
     assert "no project given" in _error(home)
     assert "no bundle at" in _error(home, "--verify", str(tmp_path / "missing.zip"))
+    # Only a regular file is replaced: a FIFO (or a device node) stays what it was.
+    fifo = tmp_path / "pipe.html"
+    os.mkfifo(fifo)
+    assert f"{fifo} is a FIFO, not a regular file" in _error(home, PROJECT, "--output", str(fifo))
+    zip_fifo = tmp_path / "pipe.zip"
+    os.mkfifo(zip_fifo)
+    assert f"{zip_fifo} is a FIFO, not a regular file" in _error(home, PROJECT, "--bundle", "--output", str(zip_fifo))
+    assert f"{fifo} is a FIFO, not a bundle directory" in _error(home, PROJECT, "--bundle", "--output", str(fifo))
+    assert "is a FIFO: neither a bundle directory nor a zip" in _error(home, "--verify", str(zip_fifo))
+    assert stat.S_ISFIFO(fifo.lstat().st_mode) and stat.S_ISFIFO(zip_fifo.lstat().st_mode)
+    link = tmp_path / "link.html"
+    link.symlink_to(tmp_path / "elsewhere.html")
+    assert "is a symbolic link, not a regular file" in _error(home, PROJECT, "--output", str(link))
+    assert link.is_symlink() and not (tmp_path / "elsewhere.html").exists()
     assert "neither a bundle directory nor a zip" in _error(home, "--verify", str(blocker))
     # Nothing half-written anywhere.
     assert not list(tmp_path.rglob(".tmp-*")) and not (project / "export").exists()

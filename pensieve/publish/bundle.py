@@ -31,9 +31,10 @@ from pensieve import __version__
 from pensieve.errors import UsageError
 from pensieve.hashing import sha256_of_bytes
 from pensieve.publish.document import EVIDENCE_FILE, Article
+from pensieve.publish.export import check_replaceable
 from pensieve.publish.html import html_page
 from pensieve.publish.render import bundle_source_path
-from pensieve.workspace import TMP_PREFIX, atomic_write_bytes, fsync_dir
+from pensieve.workspace import TMP_PREFIX, atomic_write_bytes, fsync_dir, special_file_kind
 
 MANIFEST = "manifest.json"
 FORMAT = "pensieve-evidence-bundle"
@@ -115,9 +116,13 @@ def write_bundle(files: dict[str, bytes], output: Path) -> None:
     """Write the bundle to `output`: a .zip file, or a directory (replacing an earlier bundle
     there, never anything else). Either the whole bundle is there afterwards or nothing changed."""
     if output.suffix.lower() == ".zip":
+        check_replaceable(output)
         atomic_write_bytes(output, zip_bytes(files))
         return
-    if output.exists() and not (output.is_dir() and (output / MANIFEST).is_file()):
+    kind = special_file_kind(output)
+    if kind not in (None, "a directory"):
+        raise UsageError(f"{output} is {kind}, not a bundle directory; choose another --output")
+    if output.exists() and not (kind == "a directory" and (output / MANIFEST).is_file()):
         raise UsageError(f"{output} exists and is not a Pensieve bundle; choose another --output")
     output.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=output.parent))
@@ -190,6 +195,8 @@ def _safe_member(name: str) -> bool:
 def verify_bundle(path: Path) -> VerifyReport:
     if not path.exists():
         raise UsageError(f"no bundle at {path}; give the directory or .zip that `pensieve export --bundle` wrote")
+    if not (path.is_dir() or path.is_file()):  # reading a FIFO would wait forever
+        raise UsageError(f"{path} is {special_file_kind(path)}: neither a bundle directory nor a zip file")
     report = VerifyReport(path)
     with _reader(path) as (read, names):
         raw = read(MANIFEST)
