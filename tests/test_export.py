@@ -12,7 +12,9 @@ import stat
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import docx
 import pytest
@@ -255,6 +257,70 @@ def test_bundle_directory_verifies_then_fails_after_tampering(home: Home, projec
     bad = home.run("export", "--verify", str(bundle))
     assert bad.exit_code == 1
     assert "evidence.json: missing" in bad.stderr and "sources/S9.txt: not in the manifest" in bad.stderr
+
+
+def _tampered(manifest: dict[str, Any], change: str) -> bytes:
+    """manifest.json changed by one of the cases below."""
+    files, sources = manifest["files"], manifest["sources"]
+    if change == "not json":
+        return b'{"format": "pensieve-evidence-bundle", '
+    if change == "not utf-8":
+        return b"\xff\xfe{}"
+    if change == "not an object":
+        return json.dumps([manifest]).encode()
+    if change == "too deep":
+        return b"[" * 100_000 + b"]" * 100_000
+    edits: dict[str, Callable[[], object]] = {
+        "text_file a list": lambda: sources[0].update(text_file=["x"]),
+        "text_sha256 a number": lambda: sources[1].update(text_sha256=7),
+        "source id missing": lambda: sources[2].pop("id"),
+        "source a string": lambda: sources.__setitem__(0, "S1"),
+        "sources an object": lambda: manifest.update(sources={"S1": {}}),
+        "files missing": lambda: manifest.pop("files"),
+        "files a string": lambda: manifest.update(files="index.html"),
+        "file entry a list": lambda: files.__setitem__(0, ["index.html"]),
+        "path a number": lambda: files[0].update(path=1),
+        "sha256 null": lambda: files[1].update(sha256=None),
+        "bytes a string": lambda: files[2].update(bytes="12"),
+        "bytes a boolean": lambda: files[2].update(bytes=True),
+    }
+    edits[change]()
+    return json.dumps(manifest).encode()
+
+
+MALFORMED = {
+    "not json": "the file is malformed (not JSON:",
+    "not utf-8": "the file is malformed (not JSON:",
+    "not an object": "the file is malformed (a list, not an object)",
+    "too deep": "the file is malformed (not JSON:",
+    "text_file a list": "sources[0].text_file is malformed (a list, expected a string or null)",
+    "text_sha256 a number": "sources[1].text_sha256 is malformed (a number, expected a string or null)",
+    "source id missing": "sources[2].id is malformed (missing)",
+    "source a string": "sources[0] is malformed (a string, expected an object)",
+    "sources an object": "sources is malformed (an object, expected a list or null)",
+    "files missing": "files is malformed (missing)",
+    "files a string": "files is malformed (a string, expected a list)",
+    "file entry a list": "files[0] is malformed (a list, expected an object)",
+    "path a number": "files[0].path is malformed (a number, expected a string)",
+    "sha256 null": "files[1].sha256 is malformed (null, expected a string)",
+    "bytes a string": "files[2].bytes is malformed (a string, expected an integer)",
+    "bytes a boolean": "files[2].bytes is malformed (a boolean, expected an integer)",
+}
+
+
+def test_a_malformed_manifest_fails_verification_in_one_line(home: Home, project: Path) -> None:
+    bundle = _export(home, "--bundle")
+    manifest_file = bundle / "manifest.json"
+    original = manifest_file.read_bytes()
+    for change, expected in MALFORMED.items():
+        manifest_file.write_bytes(_tampered(json.loads(original), change))
+        result = home.run("export", "--verify", str(bundle))
+        lines = result.stderr.strip().splitlines()
+        assert result.exit_code == 1 and len(lines) == 1, (change, result.stderr)
+        assert lines[0].startswith(f"error: manifest.json: {expected}"), (change, lines[0])
+        assert f"bundle {bundle} cannot be verified" in lines[0] and "Traceback" not in result.stderr
+    manifest_file.write_bytes(original)
+    assert home.run("export", "--verify", str(bundle)).exit_code == 0
 
 
 def test_bundle_zip(home: Home, project: Path, tmp_path: Path) -> None:

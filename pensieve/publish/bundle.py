@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pensieve import __version__
-from pensieve.errors import UsageError
+from pensieve.errors import PensieveError, UsageError
 from pensieve.hashing import sha256_of_bytes
 from pensieve.publish.document import EVIDENCE_FILE, Article
 from pensieve.publish.export import check_replaceable
@@ -192,6 +192,61 @@ def _safe_member(name: str) -> bool:
     return bool(name) and not pure.is_absolute() and ".." not in pure.parts and "\\" not in name
 
 
+_Listed = dict[str, tuple[str, int]]
+
+
+def read_manifest(raw: bytes, bundle: Path) -> tuple[_Listed, list[dict[str, Any]]]:
+    """manifest.json's file list (path -> (sha256, bytes)) and its source entries, every
+    field of the expected type: a bundle comes from anywhere, and a tampered manifest fails
+    the verification in one line (exit 1), never the verifier."""
+
+    def malformed(where: str, why: str) -> PensieveError:
+        return PensieveError(f"{MANIFEST}: {where} is malformed ({why}); bundle {bundle} cannot be verified")
+
+    try:
+        manifest = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise malformed("the file", f"not JSON: {exc}") from None
+    if not isinstance(manifest, dict):
+        raise malformed("the file", f"{_json_type(manifest)}, not an object")
+
+    def field(entry: dict[str, Any], where: str, key: str, kind: type, optional: bool = False) -> Any:
+        """entry[key], checked to be a `kind` (or null or absent when optional)."""
+        if key not in entry:
+            if optional:
+                return None
+            raise malformed(f"{where}{key}", "missing")
+        value = entry[key]
+        if (value is None and optional) or (isinstance(value, kind) and not isinstance(value, bool)):
+            return value
+        expected = {str: "a string", int: "an integer", list: "a list"}[kind] + (" or null" if optional else "")
+        raise malformed(f"{where}{key}", f"{_json_type(value)}, expected {expected}")
+
+    listed: _Listed = {}
+    for index, entry in enumerate(field(manifest, "", "files", list)):
+        where = f"files[{index}]"
+        if not isinstance(entry, dict):
+            raise malformed(where, f"{_json_type(entry)}, expected an object")
+        listed[field(entry, f"{where}.", "path", str)] = (
+            field(entry, f"{where}.", "sha256", str),
+            field(entry, f"{where}.", "bytes", int),
+        )
+    sources = field(manifest, "", "sources", list, optional=True) or []
+    for index, source in enumerate(sources):
+        where = f"sources[{index}]"
+        if not isinstance(source, dict):
+            raise malformed(where, f"{_json_type(source)}, expected an object")
+        field(source, f"{where}.", "id", str)
+        field(source, f"{where}.", "text_file", str, optional=True)
+        field(source, f"{where}.", "text_sha256", str, optional=True)
+    return listed, sources
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
 def verify_bundle(path: Path) -> VerifyReport:
     if not path.exists():
         raise UsageError(f"no bundle at {path}; give the directory or .zip that `pensieve export --bundle` wrote")
@@ -203,13 +258,7 @@ def verify_bundle(path: Path) -> VerifyReport:
         if raw is None:
             report.problems.append(f"{MANIFEST} is missing: this is not a Pensieve bundle, or it was damaged")
             return report
-        try:
-            manifest = json.loads(raw)
-            listed = {str(f["path"]): (str(f["sha256"]), int(f["bytes"])) for f in manifest["files"]}
-            sources = list(manifest.get("sources") or [])
-        except (ValueError, KeyError, TypeError) as exc:
-            report.problems.append(f"{MANIFEST} cannot be read ({exc})")
-            return report
+        listed, sources = read_manifest(raw, path)
         for name, (expected, size) in sorted(listed.items()):
             if not _safe_member(name):
                 report.problems.append(f"{name}: the manifest names a path outside the bundle")
@@ -221,7 +270,7 @@ def verify_bundle(path: Path) -> VerifyReport:
             elif sha256_of_bytes(data) != expected or len(data) != size:
                 report.problems.append(f"{name}: sha256 differs from the manifest (the file was changed)")
         for source in sources:
-            text_file = source.get("text_file") if isinstance(source, dict) else None
+            text_file = source.get("text_file")
             if text_file and text_file in listed and listed[text_file][0] != source.get("text_sha256"):
                 report.problems.append(f"{text_file}: the manifest's source entry and file list disagree")
             elif text_file and text_file not in listed:
