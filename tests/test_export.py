@@ -323,6 +323,20 @@ def test_a_malformed_manifest_fails_verification_in_one_line(home: Home, project
     assert home.run("export", "--verify", str(bundle)).exit_code == 0
 
 
+def test_a_bundle_missing_a_cited_source_says_so_and_does_not_verify(home: Home, project: Path) -> None:
+    (project / "sources" / "S2.md").unlink()  # archived text lost (a hand clean-up, a bad restore)
+    result = home.run("export", PROJECT, "--bundle")
+    assert result.exit_code == 0
+    assert "warning: S2 is cited but its archived text is missing; not in the bundle" in result.stderr
+    bundle = Path(result.stdout.strip())
+    sources = {s["id"]: s for s in json.loads((bundle / "manifest.json").read_text())["sources"]}
+    assert sources["S2"]["text_file"] is None and sources["S1"]["text_file"] == "sources/S1.txt"
+    assert not (bundle / "sources" / "S2.txt").exists()
+    verify = home.run("export", "--verify", str(bundle))
+    assert verify.exit_code == 1 and "bundle OK" not in verify.stdout
+    assert "mismatch: S2: cited, but its archived text is not in the bundle" in verify.stderr
+
+
 def test_bundle_zip(home: Home, project: Path, tmp_path: Path) -> None:
     target = tmp_path / "out" / "article.zip"
     assert _export(home, "--bundle", "--format", "docx", "--output", str(target)) == target

@@ -48,8 +48,15 @@ class BundleResult:
     sources: int
 
 
-def bundle_files(article: Article, *, exported_at: str, extra: dict[str, bytes] | None = None) -> dict[str, bytes]:
-    """Every file of the bundle by its path inside it, manifest.json included."""
+def bundle_files(
+    article: Article,
+    *,
+    exported_at: str,
+    extra: dict[str, bytes] | None = None,
+    warnings: list[str] | None = None,
+) -> dict[str, bytes]:
+    """Every file of the bundle by its path inside it, manifest.json included; what the
+    bundle lacks (a cited source whose archived text is gone) is added to `warnings`."""
     files: dict[str, bytes] = {HTML_FILE: html_page(article, exported_at=exported_at, bundle_links=True).encode()}
     files[article.name] = article.data or article.text.encode("utf-8")
     sources: list[dict[str, Any]] = []
@@ -71,6 +78,8 @@ def bundle_files(article: Article, *, exported_at: str, extra: dict[str, bytes] 
             files[path] = data
             entry["text_file"] = path
             entry["text_sha256"] = sha256_of_bytes(data)
+        elif warnings is not None:
+            warnings.append(f"{ref.source_id} is cited but its archived text is missing; not in the bundle")
         sources.append(entry)
     evidence_path = article.project_dir / EVIDENCE_FILE
     if evidence_path.is_file():
@@ -271,7 +280,9 @@ def verify_bundle(path: Path) -> VerifyReport:
                 report.problems.append(f"{name}: sha256 differs from the manifest (the file was changed)")
         for source in sources:
             text_file = source.get("text_file")
-            if text_file and text_file in listed and listed[text_file][0] != source.get("text_sha256"):
+            if text_file is None:  # the bundle cannot back this source's citations
+                report.problems.append(f"{source['id']}: cited, but its archived text is not in the bundle")
+            elif text_file and text_file in listed and listed[text_file][0] != source.get("text_sha256"):
                 report.problems.append(f"{text_file}: the manifest's source entry and file list disagree")
             elif text_file and text_file not in listed:
                 report.problems.append(f"{text_file}: named by a source but not in the file list")

@@ -88,6 +88,7 @@ def export_project(
         raise UsageError("--front-matter applies to --format md only")
     article = load_article(project_dir, name)
     exported_at = now_iso()
+    bundle_warnings: list[str] = []
     try:
         if bundle:
             from pensieve.publish.bundle import bundle_files, write_bundle
@@ -96,16 +97,16 @@ def export_project(
             if chosen != "html":
                 data = render_format(article, chosen, exported_at=exported_at, front_matter=front_matter)
                 extra[f"article.{chosen}"] = data
-            write_bundle(bundle_files(article, exported_at=exported_at, extra=extra), target)
+            files = bundle_files(article, exported_at=exported_at, extra=extra, warnings=bundle_warnings)
+            write_bundle(files, target)
         else:
             data = render_format(article, chosen, exported_at=exported_at, front_matter=front_matter)
             atomic_write_bytes(target, data)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise UsageError(f"cannot write {target}: {reason}; choose another --output") from None
-    return ExportResult(
-        target, chosen, bundle, len(article.references), [*_stage_warnings(project_dir, name), *article.warnings]
-    )
+    warnings = [*_stage_warnings(project_dir, name), *article.warnings, *bundle_warnings]
+    return ExportResult(target, chosen, bundle, len(article.references), warnings)
 
 
 def check_replaceable(target: Path) -> None:
