@@ -163,8 +163,11 @@ def test_docx_export(home: Home, project: Path) -> None:
 def test_docx_opens_in_libreoffice(home: Home, project: Path, tmp_path: Path) -> None:
     path = _export(home, "--format", "docx")
     out = tmp_path / "converted"
+    # A profile of its own: a LibreOffice already running for the user (or another test
+    # worker) would otherwise take the job over, or refuse it.
+    profile = f"-env:UserInstallation={(tmp_path / 'lo-profile').as_uri()}"
     subprocess.run(
-        ["soffice", "--headless", "--convert-to", "pdf", "--outdir", str(out), str(path)],
+        ["soffice", profile, "--headless", "--convert-to", "pdf", "--outdir", str(out), str(path)],
         check=True,
         timeout=120,
         capture_output=True,
