@@ -23,6 +23,7 @@ from lxml import html as lxml_html  # type: ignore[import-untyped]
 from markdown_it import MarkdownIt
 
 from pensieve.status import load_status, save_status
+from pensieve.workspace import atomic_write_bytes
 from tests.conftest import Home
 from tests.publish_fixtures import HOSTILE_TITLE, cited_reference, write_evidence, write_final
 
@@ -357,6 +358,25 @@ def test_bundle_zip(home: Home, project: Path, tmp_path: Path) -> None:
             archive.writestr(name, data)
     bad = home.run("export", "--verify", str(target))
     assert bad.exit_code == 1 and "index.html: sha256 differs" in bad.stderr
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_exports_get_the_mode_the_umask_allows(home: Home, project: Path, tmp_path: Path, umask: int) -> None:
+    """Exports are made to be shared: not 0600 like the project's state files."""
+    previous = os.umask(umask)
+    try:
+        paths = [_export(home, "--format", fmt) for fmt in ("html", "docx", "md", "json")]
+        paths.append(_export(home, "--bundle", "--output", str(tmp_path / "b.zip")))
+        bundle = _export(home, "--bundle")
+        state = project / "state-like.json"
+        atomic_write_bytes(state, b"{}")
+    finally:
+        os.umask(previous)
+    for path in [*paths, *(p for p in bundle.rglob("*") if p.is_file())]:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask, path
+    for directory in (bundle, bundle / "sources", project / "export"):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o777 & ~umask, directory
+    assert stat.S_IMODE(state.stat().st_mode) == 0o600  # everything else Pensieve writes stays private
 
 
 def test_warns_when_the_stage_is_not_complete(home: Home, project: Path) -> None:

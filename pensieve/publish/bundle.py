@@ -34,7 +34,13 @@ from pensieve.publish.document import EVIDENCE_FILE, Article
 from pensieve.publish.export import check_replaceable
 from pensieve.publish.html import html_page
 from pensieve.publish.render import bundle_source_path
-from pensieve.workspace import TMP_PREFIX, atomic_write_bytes, fsync_dir, special_file_kind
+from pensieve.workspace import (
+    TMP_PREFIX,
+    atomic_write_bytes,
+    fsync_dir,
+    shared_temporary_dir,
+    special_file_kind,
+)
 
 MANIFEST = "manifest.json"
 FORMAT = "pensieve-evidence-bundle"
@@ -126,7 +132,7 @@ def write_bundle(files: dict[str, bytes], output: Path) -> None:
     there, never anything else). Either the whole bundle is there afterwards or nothing changed."""
     if output.suffix.lower() == ".zip":
         check_replaceable(output)
-        atomic_write_bytes(output, zip_bytes(files))
+        atomic_write_bytes(output, zip_bytes(files), shared=True)
         return
     kind = special_file_kind(output)
     if kind not in (None, "a directory"):
@@ -134,10 +140,11 @@ def write_bundle(files: dict[str, bytes], output: Path) -> None:
     if output.exists() and not (kind == "a directory" and (output / MANIFEST).is_file()):
         raise UsageError(f"{output} exists and is not a Pensieve bundle; choose another --output")
     output.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=output.parent))
+    # The bundle is made to be shared: its directory and files get the umask's modes.
+    staging = shared_temporary_dir(output.parent)
     try:
         for name, data in files.items():
-            atomic_write_bytes(staging / name, data)
+            atomic_write_bytes(staging / name, data, shared=True)
         old = None
         if output.exists():
             old = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=output.parent))

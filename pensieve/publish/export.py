@@ -101,7 +101,7 @@ def export_project(
             write_bundle(files, target)
         else:
             data = render_format(article, chosen, exported_at=exported_at, front_matter=front_matter)
-            atomic_write_bytes(target, data)
+            atomic_write_bytes(target, data, shared=True)  # made to be shared: not 0600
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise UsageError(f"cannot write {target}: {reason}; choose another --output") from None
