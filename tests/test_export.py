@@ -379,6 +379,27 @@ def test_exports_get_the_mode_the_umask_allows(home: Home, project: Path, tmp_pa
     assert stat.S_IMODE(state.stat().st_mode) == 0o600  # everything else Pensieve writes stays private
 
 
+def test_export_from_another_workspace(home: Home, project: Path) -> None:
+    home.new("B-trees in another workspace", "--id", "btrees", "-w", "team")
+    other = home.project_dir("btrees", "team")
+    write_final(other)
+    write_evidence(other, verdicts={"S2": "weak"})
+    for flag in ("-w", "--workspace"):
+        result = home.run("export", "btrees", flag, "team", "--format", "json")
+        assert result.exit_code == 0, result.stderr
+        path = Path(result.stdout.strip())
+        assert path == other / "export" / "btrees.json"
+        data = json.loads(path.read_text())
+        assert data["project"] == "btrees" and data["evidence"]["status"] == "current"
+    bundle = Path(home.run("export", "btrees", "-w", "team", "--bundle").stdout.strip())
+    assert bundle == other / "export" / "btrees-bundle" and home.run("export", "--verify", str(bundle)).exit_code == 0
+    # Each workspace finds only its own projects.
+    assert "unknown project 'btrees'" in _error(home, "btrees")
+    assert "unknown project 'vdb'" in _error(home, PROJECT, "-w", "team")
+    assert "invalid workspace" in _error(home, "btrees", "-w", "../team")
+    assert not (project / "export").exists()
+
+
 def test_warns_when_the_stage_is_not_complete(home: Home, project: Path) -> None:
     status = load_status(project / "status.json")
     status.stages["polisher"].status = "error"
