@@ -1,6 +1,8 @@
 """A finished project for the export tests: archived sources, a final.md made by the
-polisher's own transform, and an evidence.json written by the schema of the evidence issue
-(docs: the evidence.json contract), since that module is not on this branch.
+polisher's own transform, and a hand-written evidence.json in the schema pensieve.evidence
+writes (README: the evidence.json contract), so that a test chooses each verdict and needs
+no model. test_export.py::test_export_shows_the_evidence_the_real_check_computed exports
+the evidence the real check (MiniLM) computes on this same project.
 """
 
 from __future__ import annotations

@@ -544,6 +544,50 @@ def test_docx_structure_of_lists_quotes_and_tables(tmp_path: Path) -> None:
     assert [[c.text for c in row.cells] for row in table.rows] == [["Index", "Recall"], ["HNSW [1]", "0.95"]]
 
 
+def _words(text: str | None) -> str | None:
+    return " ".join(text.split()) if text is not None else None
+
+
+@pytest.mark.slow
+def test_export_shows_the_evidence_the_real_check_computed(home: Home, project: Path) -> None:
+    """`pensieve evidence` with the real MiniLM model on the fixture project, then the HTML
+    and JSON exports: every citation carries the verdict, score and passage evidence.json
+    has for it, in order (the other tests use hand-written evidence)."""
+    assert home.run("evidence", PROJECT).exit_code == 0
+    entry = json.loads((project / "evidence.json").read_text())["artifacts"]["final.md"]
+    computed = [
+        (c["source"], c["verdict"], _words(c["passage"]["text"]) if c["passage"] else None)
+        for sentence in entry["sentences"]
+        for c in sentence["citations"]
+    ]
+    assert len(computed) == 10 and {v for _, v, _ in computed} >= {"supported", "unsupported"}
+
+    data = json.loads(_export(home, "--format", "json").read_text())
+    assert data["evidence"]["status"] == "current" and data["evidence"]["summary"] == entry["summary"]
+    exported = [
+        (c["source"], c["verdict"], _words(c["passage"]))
+        for section in data["sections"]
+        for sentence in section["sentences"]
+        for c in sentence["citations"]
+    ]
+    assert exported == computed
+    findings = {f for s in entry["sentences"] for f in s["findings"]}
+    assert findings == {f for sec in data["sections"] for s in sec["sentences"] for f in s["findings"]}
+
+    tree = assert_safe_page(_export(home).read_text(encoding="utf-8"))
+    shown = []
+    for cite in tree.xpath("//a[contains(concat(' ', @class, ' '), ' cite ')]"):
+        passage = cite.getnext()
+        quote = passage.xpath(".//span[@class='passage-text']")[0].text_content()
+        text = None if quote == "No supporting passage was found in this source." else _words(quote[1:-1])
+        shown.append((cite.get("data-source"), cite.get("data-verdict"), text))
+        assert passage.get("class") == f"passage passage-{cite.get('data-verdict')}"
+    assert shown == computed
+    summary = entry["summary"]
+    line = tree.xpath("//p[contains(@class, 'evidence-summary')]")[0].text_content()
+    assert f"{summary['unsupported']} unsupported" in line and f"{summary['supported']} supported" in line
+
+
 @pytest.mark.slow
 def test_export_after_a_real_pipeline_run(home: Home) -> None:
     """The whole pipeline against the fake model, then every export of its final.md."""
