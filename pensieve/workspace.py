@@ -12,6 +12,7 @@ import errno
 import fcntl
 import os
 import re
+import secrets
 import shutil
 import stat
 import tempfile
@@ -20,12 +21,13 @@ import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 from pensieve.errors import ProjectBusy, UsageError
 from pensieve.redact import scrub_secret_bytes
 
 TMP_PREFIX = ".tmp-"
+_T = TypeVar("_T")
 STATUS_FILE = "status.json"
 EVENTS_FILE = "events.jsonl"
 LOCK_FILE = ".run.lock"
@@ -63,6 +65,30 @@ def read_file_nofollow(path: str | Path, limit: int | None = None) -> bytes:
     """A file's bytes (at most `limit`), refusing a symbolic link (see open_nofollow)."""
     with open_nofollow(path) as handle:
         return handle.read() if limit is None else handle.read(limit)
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def special_file_kind(path: Path) -> str | None:
+    """What stands at `path` when it is there but is not a regular file ("a FIFO", "a
+    character device", "a symbolic link", "a directory"); None for a regular file or
+    nothing. An atomic write renames over whatever entry is there, a device node included,
+    so a caller replacing a file a user named asks this first (a link is not followed)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None  # absent, or a parent that is no directory: the write itself reports it
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for is_kind, kind in _KINDS if is_kind(mode)), "not a regular file")
 
 
 def find_link(root: Path, max_entries: int = 200_000) -> Path | None:
@@ -117,15 +143,41 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _new_temporary(directory: Path, create: Callable[[str], _T]) -> tuple[_T, str]:
+    """create(name) for a new, unused temporary name in `directory` (create must fail with
+    FileExistsError on a name in use, as O_EXCL and mkdir do)."""
+    for _attempt in range(100):
+        name = os.path.join(directory, f"{TMP_PREFIX}{secrets.token_hex(6)}")
+        try:
+            return create(name), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary name", str(directory))
+
+
+def shared_temporary_dir(directory: Path) -> Path:
+    """A new temporary directory with the mode a plain mkdir gives (0755 under umask 022),
+    where mkdtemp gives 0700: for an export, which is made to be read by others."""
+    return Path(_new_temporary(directory, lambda name: os.mkdir(name, 0o777))[1])
+
+
+def _open_temporary(directory: Path, shared: bool) -> tuple[int, str]:
+    if not shared:
+        return tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)  # 0600: state may hold secrets
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    return _new_temporary(directory, lambda name: os.open(name, flags, 0o666))  # less the umask
+
+
 @contextlib.contextmanager
-def _replacing(path: Path) -> Iterator[tuple[BinaryIO, str]]:
+def _replacing(path: Path, shared: bool = False) -> Iterator[tuple[BinaryIO, str]]:
     """Write `path` through a temporary file in its directory: afterwards it is either
-    complete or as it was. Yields the open temporary file and its name."""
+    complete or as it was. Yields the open temporary file and its name. The file is 0600
+    unless `shared` (then the mode the umask allows, as for any new file)."""
     _refuse_linked_parent(path.parent)
     path.parent.mkdir(parents=True, exist_ok=True)
     _refuse_linked_parent(path.parent)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=path.parent)
+        fd, tmp = _open_temporary(path.parent, shared)
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror, str(path)) from None
     try:
@@ -144,10 +196,12 @@ def _replacing(path: Path) -> Iterator[tuple[BinaryIO, str]]:
     fsync_dir(path.parent)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Every file Pensieve writes goes through here: configured secrets are scrubbed first."""
+def atomic_write_bytes(path: Path, data: bytes, *, shared: bool = False) -> None:
+    """Every file Pensieve writes goes through here: configured secrets are scrubbed first.
+    Files are 0600; `shared` (exports, made for others to read) gives the mode the umask
+    allows instead. Never for a project's state, which may hold what a user keeps private."""
     data = scrub_secret_bytes(data)
-    with _replacing(path) as (handle, _tmp):
+    with _replacing(path, shared) as (handle, _tmp):
         handle.write(data)
 
 

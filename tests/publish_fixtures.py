@@ -1,6 +1,8 @@
 """A finished project for the export tests: archived sources, a final.md made by the
-polisher's own transform, and an evidence.json written by the schema of the evidence issue
-(docs: the evidence.json contract), since that module is not on this branch.
+polisher's own transform, and a hand-written evidence.json in the schema pensieve.evidence
+writes (README: the evidence.json contract), so that a test chooses each verdict and needs
+no model. test_export.py::test_export_shows_the_evidence_the_real_check_computed exports
+the evidence the real check (MiniLM) computes on this same project.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ import json
 import re
 from pathlib import Path
 from typing import Any
+
+from lxml import html as lxml_html  # type: ignore[import-untyped]
 
 from pensieve.citations.cited_sources import load_sources
 from pensieve.citations.references import numbered_for_reader
@@ -167,3 +171,16 @@ def write_evidence(
     }
     (project_dir / "evidence.json").write_text(json.dumps(data, indent=2), encoding="utf-8")
     return data
+
+
+def cited_reference(tree: lxml_html.HtmlElement, cite: lxml_html.HtmlElement) -> str:
+    """The id of the reference a citation resolves to: its link's target (`ref-S2`), or,
+    when it opens its passage, the reference the passage links to."""
+    target = cite.get("href").removeprefix("#")
+    if target.startswith("ref-"):
+        return str(target)
+    [passage] = tree.xpath(f"//*[@id='{target}']")
+    assert passage is cite.getnext() and "passage" in passage.get("class").split(), target
+    [link] = passage.xpath(".//a[@class='passage-ref']")
+    assert link.text_content() == f"\u2192 reference {cite.text_content().split(']')[0][1:]}"
+    return str(link.get("href").removeprefix("#"))

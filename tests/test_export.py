@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import docx
 import pytest
@@ -19,8 +23,9 @@ from lxml import html as lxml_html  # type: ignore[import-untyped]
 from markdown_it import MarkdownIt
 
 from pensieve.status import load_status, save_status
+from pensieve.workspace import atomic_write_bytes
 from tests.conftest import Home
-from tests.publish_fixtures import HOSTILE_TITLE, write_evidence, write_final
+from tests.publish_fixtures import HOSTILE_TITLE, cited_reference, write_evidence, write_final
 
 PROJECT = "vdb"
 URLS = {
@@ -85,7 +90,7 @@ def test_html_export(home: Home, project: Path) -> None:
     cites = tree.xpath("//a[contains(concat(' ', @class, ' '), ' cite ')]")
     assert len(cites) == 10
     for cite in cites:
-        target = cite.get("href")[1:]
+        target = cited_reference(tree, cite)
         assert target in references
         number = references[target].get("value")
         assert cite.text_content().startswith(f"[{number}]")
@@ -104,6 +109,12 @@ def test_html_export(home: Home, project: Path) -> None:
 def test_html_marks_unsupported_and_stale_evidence(home: Home, project: Path) -> None:
     write_evidence(project, verdicts={"S3": "unsupported", "S2": "weak"})
     tree = lxml_html.fromstring(_export(home).read_text(encoding="utf-8"))
+    # Each citation opens its passage, which links to the reference.
+    references = {li.get("id"): li.get("value") for li in tree.xpath("//ol[@class='references']/li")}
+    cites = tree.xpath("//a[contains(concat(' ', @class, ' '), ' cite ')]")
+    assert len(cites) == 10 and all(c.get("href").startswith("#ev-") for c in cites)
+    for cite in cites:
+        assert cite.text_content().startswith(f"[{references[cited_reference(tree, cite)]}]")
     for cite in tree.xpath("//a[@data-source='S3']"):
         assert cite.get("data-verdict") == "unsupported"
         assert "unsupported" in cite.text_content()
@@ -153,8 +164,11 @@ def test_docx_export(home: Home, project: Path) -> None:
 def test_docx_opens_in_libreoffice(home: Home, project: Path, tmp_path: Path) -> None:
     path = _export(home, "--format", "docx")
     out = tmp_path / "converted"
+    # A profile of its own: a LibreOffice already running for the user (or another test
+    # worker) would otherwise take the job over, or refuse it.
+    profile = f"-env:UserInstallation={(tmp_path / 'lo-profile').as_uri()}"
     subprocess.run(
-        ["soffice", "--headless", "--convert-to", "pdf", "--outdir", str(out), str(path)],
+        ["soffice", profile, "--headless", "--convert-to", "pdf", "--outdir", str(out), str(path)],
         check=True,
         timeout=120,
         capture_output=True,
@@ -249,6 +263,84 @@ def test_bundle_directory_verifies_then_fails_after_tampering(home: Home, projec
     assert "evidence.json: missing" in bad.stderr and "sources/S9.txt: not in the manifest" in bad.stderr
 
 
+def _tampered(manifest: dict[str, Any], change: str) -> bytes:
+    """manifest.json changed by one of the cases below."""
+    files, sources = manifest["files"], manifest["sources"]
+    if change == "not json":
+        return b'{"format": "pensieve-evidence-bundle", '
+    if change == "not utf-8":
+        return b"\xff\xfe{}"
+    if change == "not an object":
+        return json.dumps([manifest]).encode()
+    if change == "too deep":
+        return b"[" * 100_000 + b"]" * 100_000
+    edits: dict[str, Callable[[], object]] = {
+        "text_file a list": lambda: sources[0].update(text_file=["x"]),
+        "text_sha256 a number": lambda: sources[1].update(text_sha256=7),
+        "source id missing": lambda: sources[2].pop("id"),
+        "source a string": lambda: sources.__setitem__(0, "S1"),
+        "sources an object": lambda: manifest.update(sources={"S1": {}}),
+        "files missing": lambda: manifest.pop("files"),
+        "files a string": lambda: manifest.update(files="index.html"),
+        "file entry a list": lambda: files.__setitem__(0, ["index.html"]),
+        "path a number": lambda: files[0].update(path=1),
+        "sha256 null": lambda: files[1].update(sha256=None),
+        "bytes a string": lambda: files[2].update(bytes="12"),
+        "bytes a boolean": lambda: files[2].update(bytes=True),
+    }
+    edits[change]()
+    return json.dumps(manifest).encode()
+
+
+MALFORMED = {
+    "not json": "the file is malformed (not JSON:",
+    "not utf-8": "the file is malformed (not JSON:",
+    "not an object": "the file is malformed (a list, not an object)",
+    "too deep": "the file is malformed (not JSON:",
+    "text_file a list": "sources[0].text_file is malformed (a list, expected a string or null)",
+    "text_sha256 a number": "sources[1].text_sha256 is malformed (a number, expected a string or null)",
+    "source id missing": "sources[2].id is malformed (missing)",
+    "source a string": "sources[0] is malformed (a string, expected an object)",
+    "sources an object": "sources is malformed (an object, expected a list or null)",
+    "files missing": "files is malformed (missing)",
+    "files a string": "files is malformed (a string, expected a list)",
+    "file entry a list": "files[0] is malformed (a list, expected an object)",
+    "path a number": "files[0].path is malformed (a number, expected a string)",
+    "sha256 null": "files[1].sha256 is malformed (null, expected a string)",
+    "bytes a string": "files[2].bytes is malformed (a string, expected an integer)",
+    "bytes a boolean": "files[2].bytes is malformed (a boolean, expected an integer)",
+}
+
+
+def test_a_malformed_manifest_fails_verification_in_one_line(home: Home, project: Path) -> None:
+    bundle = _export(home, "--bundle")
+    manifest_file = bundle / "manifest.json"
+    original = manifest_file.read_bytes()
+    for change, expected in MALFORMED.items():
+        manifest_file.write_bytes(_tampered(json.loads(original), change))
+        result = home.run("export", "--verify", str(bundle))
+        lines = result.stderr.strip().splitlines()
+        assert result.exit_code == 1 and len(lines) == 1, (change, result.stderr)
+        assert lines[0].startswith(f"error: manifest.json: {expected}"), (change, lines[0])
+        assert f"bundle {bundle} cannot be verified" in lines[0] and "Traceback" not in result.stderr
+    manifest_file.write_bytes(original)
+    assert home.run("export", "--verify", str(bundle)).exit_code == 0
+
+
+def test_a_bundle_missing_a_cited_source_says_so_and_does_not_verify(home: Home, project: Path) -> None:
+    (project / "sources" / "S2.md").unlink()  # archived text lost (a hand clean-up, a bad restore)
+    result = home.run("export", PROJECT, "--bundle")
+    assert result.exit_code == 0
+    assert "warning: S2 is cited but its archived text is missing; not in the bundle" in result.stderr
+    bundle = Path(result.stdout.strip())
+    sources = {s["id"]: s for s in json.loads((bundle / "manifest.json").read_text())["sources"]}
+    assert sources["S2"]["text_file"] is None and sources["S1"]["text_file"] == "sources/S1.txt"
+    assert not (bundle / "sources" / "S2.txt").exists()
+    verify = home.run("export", "--verify", str(bundle))
+    assert verify.exit_code == 1 and "bundle OK" not in verify.stdout
+    assert "mismatch: S2: cited, but its archived text is not in the bundle" in verify.stderr
+
+
 def test_bundle_zip(home: Home, project: Path, tmp_path: Path) -> None:
     target = tmp_path / "out" / "article.zip"
     assert _export(home, "--bundle", "--format", "docx", "--output", str(target)) == target
@@ -266,6 +358,46 @@ def test_bundle_zip(home: Home, project: Path, tmp_path: Path) -> None:
             archive.writestr(name, data)
     bad = home.run("export", "--verify", str(target))
     assert bad.exit_code == 1 and "index.html: sha256 differs" in bad.stderr
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_exports_get_the_mode_the_umask_allows(home: Home, project: Path, tmp_path: Path, umask: int) -> None:
+    """Exports are made to be shared: not 0600 like the project's state files."""
+    previous = os.umask(umask)
+    try:
+        paths = [_export(home, "--format", fmt) for fmt in ("html", "docx", "md", "json")]
+        paths.append(_export(home, "--bundle", "--output", str(tmp_path / "b.zip")))
+        bundle = _export(home, "--bundle")
+        state = project / "state-like.json"
+        atomic_write_bytes(state, b"{}")
+    finally:
+        os.umask(previous)
+    for path in [*paths, *(p for p in bundle.rglob("*") if p.is_file())]:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask, path
+    for directory in (bundle, bundle / "sources", project / "export"):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o777 & ~umask, directory
+    assert stat.S_IMODE(state.stat().st_mode) == 0o600  # everything else Pensieve writes stays private
+
+
+def test_export_from_another_workspace(home: Home, project: Path) -> None:
+    home.new("B-trees in another workspace", "--id", "btrees", "-w", "team")
+    other = home.project_dir("btrees", "team")
+    write_final(other)
+    write_evidence(other, verdicts={"S2": "weak"})
+    for flag in ("-w", "--workspace"):
+        result = home.run("export", "btrees", flag, "team", "--format", "json")
+        assert result.exit_code == 0, result.stderr
+        path = Path(result.stdout.strip())
+        assert path == other / "export" / "btrees.json"
+        data = json.loads(path.read_text())
+        assert data["project"] == "btrees" and data["evidence"]["status"] == "current"
+    bundle = Path(home.run("export", "btrees", "-w", "team", "--bundle").stdout.strip())
+    assert bundle == other / "export" / "btrees-bundle" and home.run("export", "--verify", str(bundle)).exit_code == 0
+    # Each workspace finds only its own projects.
+    assert "unknown project 'btrees'" in _error(home, "btrees")
+    assert "unknown project 'vdb'" in _error(home, PROJECT, "-w", "team")
+    assert "invalid workspace" in _error(home, "btrees", "-w", "../team")
+    assert not (project / "export").exists()
 
 
 def test_warns_when_the_stage_is_not_complete(home: Home, project: Path) -> None:
@@ -321,6 +453,20 @@ def test_cli_errors(home: Home, project: Path, tmp_path: Path) -> None:
     assert "unknown project 'nope'" in _error(home, "nope")
     assert "no project given" in _error(home)
     assert "no bundle at" in _error(home, "--verify", str(tmp_path / "missing.zip"))
+    # Only a regular file is replaced: a FIFO (or a device node) stays what it was.
+    fifo = tmp_path / "pipe.html"
+    os.mkfifo(fifo)
+    assert f"{fifo} is a FIFO, not a regular file" in _error(home, PROJECT, "--output", str(fifo))
+    zip_fifo = tmp_path / "pipe.zip"
+    os.mkfifo(zip_fifo)
+    assert f"{zip_fifo} is a FIFO, not a regular file" in _error(home, PROJECT, "--bundle", "--output", str(zip_fifo))
+    assert f"{fifo} is a FIFO, not a bundle directory" in _error(home, PROJECT, "--bundle", "--output", str(fifo))
+    assert "is a FIFO: neither a bundle directory nor a zip" in _error(home, "--verify", str(zip_fifo))
+    assert stat.S_ISFIFO(fifo.lstat().st_mode) and stat.S_ISFIFO(zip_fifo.lstat().st_mode)
+    link = tmp_path / "link.html"
+    link.symlink_to(tmp_path / "elsewhere.html")
+    assert "is a symbolic link, not a regular file" in _error(home, PROJECT, "--output", str(link))
+    assert link.is_symlink() and not (tmp_path / "elsewhere.html").exists()
     assert "neither a bundle directory nor a zip" in _error(home, "--verify", str(blocker))
     # Nothing half-written anywhere.
     assert not list(tmp_path.rglob(".tmp-*")) and not (project / "export").exists()
@@ -396,6 +542,50 @@ def test_docx_structure_of_lists_quotes_and_tables(tmp_path: Path) -> None:
     assert starts == [["1"], ["3"]]
     [table] = document.tables
     assert [[c.text for c in row.cells] for row in table.rows] == [["Index", "Recall"], ["HNSW [1]", "0.95"]]
+
+
+def _words(text: str | None) -> str | None:
+    return " ".join(text.split()) if text is not None else None
+
+
+@pytest.mark.slow
+def test_export_shows_the_evidence_the_real_check_computed(home: Home, project: Path) -> None:
+    """`pensieve evidence` with the real MiniLM model on the fixture project, then the HTML
+    and JSON exports: every citation carries the verdict, score and passage evidence.json
+    has for it, in order (the other tests use hand-written evidence)."""
+    assert home.run("evidence", PROJECT).exit_code == 0
+    entry = json.loads((project / "evidence.json").read_text())["artifacts"]["final.md"]
+    computed = [
+        (c["source"], c["verdict"], _words(c["passage"]["text"]) if c["passage"] else None)
+        for sentence in entry["sentences"]
+        for c in sentence["citations"]
+    ]
+    assert len(computed) == 10 and {v for _, v, _ in computed} >= {"supported", "unsupported"}
+
+    data = json.loads(_export(home, "--format", "json").read_text())
+    assert data["evidence"]["status"] == "current" and data["evidence"]["summary"] == entry["summary"]
+    exported = [
+        (c["source"], c["verdict"], _words(c["passage"]))
+        for section in data["sections"]
+        for sentence in section["sentences"]
+        for c in sentence["citations"]
+    ]
+    assert exported == computed
+    findings = {f for s in entry["sentences"] for f in s["findings"]}
+    assert findings == {f for sec in data["sections"] for s in sec["sentences"] for f in s["findings"]}
+
+    tree = assert_safe_page(_export(home).read_text(encoding="utf-8"))
+    shown = []
+    for cite in tree.xpath("//a[contains(concat(' ', @class, ' '), ' cite ')]"):
+        passage = cite.getnext()
+        quote = passage.xpath(".//span[@class='passage-text']")[0].text_content()
+        text = None if quote == "No supporting passage was found in this source." else _words(quote[1:-1])
+        shown.append((cite.get("data-source"), cite.get("data-verdict"), text))
+        assert passage.get("class") == f"passage passage-{cite.get('data-verdict')}"
+    assert shown == computed
+    summary = entry["summary"]
+    line = tree.xpath("//p[contains(@class, 'evidence-summary')]")[0].text_content()
+    assert f"{summary['unsupported']} unsupported" in line and f"{summary['supported']} supported" in line
 
 
 @pytest.mark.slow

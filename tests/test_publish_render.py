@@ -11,7 +11,7 @@ from lxml import html as lxml_html  # type: ignore[import-untyped]
 
 from pensieve.errors import UsageError
 from pensieve.publish.render import render_article, safe_href
-from tests.publish_fixtures import write_evidence, write_final
+from tests.publish_fixtures import cited_reference, write_evidence, write_final
 
 
 @pytest.fixture
@@ -26,7 +26,10 @@ def _tree(fragment: str) -> lxml_html.HtmlElement:
     return lxml_html.fromstring(f"<div>{fragment}</div>")
 
 
-def test_every_citation_resolves_to_a_reference(project: Path) -> None:
+@pytest.mark.parametrize("evidence", [False, True])
+def test_every_citation_resolves_to_a_reference(project: Path, evidence: bool) -> None:
+    if evidence:  # a citation then opens its passage, which links on to the reference
+        write_evidence(project, verdicts={"S3": "unsupported", "S2": "weak"})
     art = render_article(project)
     assert art.title == "How vector databases index embeddings"
     body, refs = _tree(art.body_html), _tree(art.references_html)
@@ -35,17 +38,23 @@ def test_every_citation_resolves_to_a_reference(project: Path) -> None:
     cites = body.xpath("//a[contains(concat(' ', @class, ' '), ' cite ')]")
     assert len(cites) == 10  # [1] x3, [2, 3] as two, [3], [2] x2, [4] x2
     for cite in cites:
-        assert cite.get("href").removeprefix("#") in ref_ids
-        assert cite.get("href") == f"#ref-{cite.get('data-source')}"
+        assert cited_reference(body, cite) == f"ref-{cite.get('data-source')}"
+        if evidence:
+            assert cite.get("href") == f"#{cite.getnext().get('id')}"
+        else:
+            assert cite.get("href") == f"#ref-{cite.get('data-source')}"
+    ids = body.xpath("//@id")
+    assert len(ids) == len(set(ids)) == (3 + 10 if evidence else 3)  # headings, passages
     # numbers follow the reference list
     numbers = {li.get("id"): li.get("value") for li in refs.xpath("//li[@value]")}
     for cite in cites:
-        assert cite.text_content().startswith(f"[{numbers[cite.get('href')[1:]]}]")
+        assert cite.text_content().startswith(f"[{numbers[cited_reference(body, cite)]}]")
     # the title is not repeated in the body, the typed reference list is replaced
     assert not body.xpath("//h1") and "References" not in art.body_html
     # brackets in code are not citations
     assert "[S9] in code" in body.xpath("//pre/code")[0].text
-    assert art.evidence_status == "absent" and not body.xpath("//*[@class='passage']")
+    assert (art.evidence_status == "current") is evidence
+    assert bool(body.xpath("//*[contains(@class, 'passage')]")) is evidence
     assert [h.get("id") for h in body.xpath("//h2")] == [
         "sec-partitioning-the-space",
         "sec-trade-offs",
@@ -100,6 +109,28 @@ def test_evidence_verdicts_are_visible(project: Path) -> None:
     assert art.evidence_status == "current" and not art.warnings
     refs = _tree(art.references_html)
     assert "unsupported" in refs.xpath("//li[@id='ref-S3']//details/summary")[0].text_content()
+
+
+def test_a_citation_is_bound_to_its_word_and_its_punctuation(project: Path) -> None:
+    """No line break before a citation, nor between it and the punctuation after it (the
+    browser test measures the lines; this is the markup that makes them)."""
+    final = project / "final.md"
+    # A citation that starts a line of the markdown source follows its word all the same.
+    final.write_text(final.read_text().replace("for figures [2].", "for figures\n[2]."))
+    write_evidence(project, verdicts={"S3": "unsupported", "S2": "weak"})
+    art = render_article(project)
+    assert not re.search(r"\s(<span class=\"cite-run\">)?<a class=\"cite ", art.body_html)
+    body = _tree(art.body_html)
+    runs = body.xpath("//span[@class='cite-run']")
+    assert len(runs) == 9  # one per group; [2, 3] is one
+    for run in runs:
+        before = run.getprevious().tail if run.getprevious() is not None else run.getparent().text
+        if run.xpath("preceding-sibling::a[contains(@class, 'cite')]"):
+            continue  # the last item of [2, 3]: bound to the first, which is bound to the word
+        assert before.endswith("\u00a0"), before
+        cite, passage = run.xpath("./a[contains(@class, 'cite')]")[0], run.xpath("./span")[-1]
+        assert cite.tail == "." and "passage" in passage.get("class")  # the full stop inside
+    assert "for figures\u00a0" in body.text_content()
 
 
 def test_stale_evidence_is_not_shown_as_current(project: Path) -> None:

@@ -448,7 +448,9 @@ def test_read_page_shows_citations_passages_references_and_exports(home: Home) -
     page = client().get("/projects/art/read")
     assert page.status_code == 200
     text = page.text
-    assert 'class="cite verdict-supported" href="#ref-S1" data-source="S1"' in text
+    # A citation opens its passage (the studio's script does it in place), which links to the reference.
+    assert 'class="cite verdict-supported" href="#ev-0-S1" data-source="S1"' in text
+    assert re.search(r'id="ev-0-S1" role="note">.*?<a class="passage-ref" href="#ref-S1">', text)
     assert 'data-verdict="weak"' in text and 'data-verdict="unsupported"' in text
     assert "HNSW builds a layered graph of neighbours." in text  # the supporting passage
     assert 'href="/projects/art/sources/S1">archived copy</a>' in text

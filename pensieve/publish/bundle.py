@@ -28,12 +28,19 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pensieve import __version__
-from pensieve.errors import UsageError
+from pensieve.errors import PensieveError, UsageError
 from pensieve.hashing import sha256_of_bytes
 from pensieve.publish.document import EVIDENCE_FILE, Article
+from pensieve.publish.export import check_replaceable
 from pensieve.publish.html import html_page
 from pensieve.publish.render import bundle_source_path
-from pensieve.workspace import TMP_PREFIX, atomic_write_bytes, fsync_dir
+from pensieve.workspace import (
+    TMP_PREFIX,
+    atomic_write_bytes,
+    fsync_dir,
+    shared_temporary_dir,
+    special_file_kind,
+)
 
 MANIFEST = "manifest.json"
 FORMAT = "pensieve-evidence-bundle"
@@ -47,8 +54,15 @@ class BundleResult:
     sources: int
 
 
-def bundle_files(article: Article, *, exported_at: str, extra: dict[str, bytes] | None = None) -> dict[str, bytes]:
-    """Every file of the bundle by its path inside it, manifest.json included."""
+def bundle_files(
+    article: Article,
+    *,
+    exported_at: str,
+    extra: dict[str, bytes] | None = None,
+    warnings: list[str] | None = None,
+) -> dict[str, bytes]:
+    """Every file of the bundle by its path inside it, manifest.json included; what the
+    bundle lacks (a cited source whose archived text is gone) is added to `warnings`."""
     files: dict[str, bytes] = {HTML_FILE: html_page(article, exported_at=exported_at, bundle_links=True).encode()}
     files[article.name] = article.data or article.text.encode("utf-8")
     sources: list[dict[str, Any]] = []
@@ -70,6 +84,8 @@ def bundle_files(article: Article, *, exported_at: str, extra: dict[str, bytes] 
             files[path] = data
             entry["text_file"] = path
             entry["text_sha256"] = sha256_of_bytes(data)
+        elif warnings is not None:
+            warnings.append(f"{ref.source_id} is cited but its archived text is missing; not in the bundle")
         sources.append(entry)
     evidence_path = article.project_dir / EVIDENCE_FILE
     if evidence_path.is_file():
@@ -115,15 +131,20 @@ def write_bundle(files: dict[str, bytes], output: Path) -> None:
     """Write the bundle to `output`: a .zip file, or a directory (replacing an earlier bundle
     there, never anything else). Either the whole bundle is there afterwards or nothing changed."""
     if output.suffix.lower() == ".zip":
-        atomic_write_bytes(output, zip_bytes(files))
+        check_replaceable(output)
+        atomic_write_bytes(output, zip_bytes(files), shared=True)
         return
-    if output.exists() and not (output.is_dir() and (output / MANIFEST).is_file()):
+    kind = special_file_kind(output)
+    if kind not in (None, "a directory"):
+        raise UsageError(f"{output} is {kind}, not a bundle directory; choose another --output")
+    if output.exists() and not (kind == "a directory" and (output / MANIFEST).is_file()):
         raise UsageError(f"{output} exists and is not a Pensieve bundle; choose another --output")
     output.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=output.parent))
+    # The bundle is made to be shared: its directory and files get the umask's modes.
+    staging = shared_temporary_dir(output.parent)
     try:
         for name, data in files.items():
-            atomic_write_bytes(staging / name, data)
+            atomic_write_bytes(staging / name, data, shared=True)
         old = None
         if output.exists():
             old = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=output.parent))
@@ -187,22 +208,73 @@ def _safe_member(name: str) -> bool:
     return bool(name) and not pure.is_absolute() and ".." not in pure.parts and "\\" not in name
 
 
+_Listed = dict[str, tuple[str, int]]
+
+
+def read_manifest(raw: bytes, bundle: Path) -> tuple[_Listed, list[dict[str, Any]]]:
+    """manifest.json's file list (path -> (sha256, bytes)) and its source entries, every
+    field of the expected type: a bundle comes from anywhere, and a tampered manifest fails
+    the verification in one line (exit 1), never the verifier."""
+
+    def malformed(where: str, why: str) -> PensieveError:
+        return PensieveError(f"{MANIFEST}: {where} is malformed ({why}); bundle {bundle} cannot be verified")
+
+    try:
+        manifest = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise malformed("the file", f"not JSON: {exc}") from None
+    if not isinstance(manifest, dict):
+        raise malformed("the file", f"{_json_type(manifest)}, not an object")
+
+    def field(entry: dict[str, Any], where: str, key: str, kind: type, optional: bool = False) -> Any:
+        """entry[key], checked to be a `kind` (or null or absent when optional)."""
+        if key not in entry:
+            if optional:
+                return None
+            raise malformed(f"{where}{key}", "missing")
+        value = entry[key]
+        if (value is None and optional) or (isinstance(value, kind) and not isinstance(value, bool)):
+            return value
+        expected = {str: "a string", int: "an integer", list: "a list"}[kind] + (" or null" if optional else "")
+        raise malformed(f"{where}{key}", f"{_json_type(value)}, expected {expected}")
+
+    listed: _Listed = {}
+    for index, entry in enumerate(field(manifest, "", "files", list)):
+        where = f"files[{index}]"
+        if not isinstance(entry, dict):
+            raise malformed(where, f"{_json_type(entry)}, expected an object")
+        listed[field(entry, f"{where}.", "path", str)] = (
+            field(entry, f"{where}.", "sha256", str),
+            field(entry, f"{where}.", "bytes", int),
+        )
+    sources = field(manifest, "", "sources", list, optional=True) or []
+    for index, source in enumerate(sources):
+        where = f"sources[{index}]"
+        if not isinstance(source, dict):
+            raise malformed(where, f"{_json_type(source)}, expected an object")
+        field(source, f"{where}.", "id", str)
+        field(source, f"{where}.", "text_file", str, optional=True)
+        field(source, f"{where}.", "text_sha256", str, optional=True)
+    return listed, sources
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
 def verify_bundle(path: Path) -> VerifyReport:
     if not path.exists():
         raise UsageError(f"no bundle at {path}; give the directory or .zip that `pensieve export --bundle` wrote")
+    if not (path.is_dir() or path.is_file()):  # reading a FIFO would wait forever
+        raise UsageError(f"{path} is {special_file_kind(path)}: neither a bundle directory nor a zip file")
     report = VerifyReport(path)
     with _reader(path) as (read, names):
         raw = read(MANIFEST)
         if raw is None:
             report.problems.append(f"{MANIFEST} is missing: this is not a Pensieve bundle, or it was damaged")
             return report
-        try:
-            manifest = json.loads(raw)
-            listed = {str(f["path"]): (str(f["sha256"]), int(f["bytes"])) for f in manifest["files"]}
-            sources = list(manifest.get("sources") or [])
-        except (ValueError, KeyError, TypeError) as exc:
-            report.problems.append(f"{MANIFEST} cannot be read ({exc})")
-            return report
+        listed, sources = read_manifest(raw, path)
         for name, (expected, size) in sorted(listed.items()):
             if not _safe_member(name):
                 report.problems.append(f"{name}: the manifest names a path outside the bundle")
@@ -214,8 +286,10 @@ def verify_bundle(path: Path) -> VerifyReport:
             elif sha256_of_bytes(data) != expected or len(data) != size:
                 report.problems.append(f"{name}: sha256 differs from the manifest (the file was changed)")
         for source in sources:
-            text_file = source.get("text_file") if isinstance(source, dict) else None
-            if text_file and text_file in listed and listed[text_file][0] != source.get("text_sha256"):
+            text_file = source.get("text_file")
+            if text_file is None:  # the bundle cannot back this source's citations
+                report.problems.append(f"{source['id']}: cited, but its archived text is not in the bundle")
+            elif text_file and text_file in listed and listed[text_file][0] != source.get("text_sha256"):
                 report.problems.append(f"{text_file}: the manifest's source entry and file list disagree")
             elif text_file and text_file not in listed:
                 report.problems.append(f"{text_file}: named by a source but not in the file list")

@@ -13,7 +13,7 @@ from pathlib import Path
 from pensieve.clock import now_iso
 from pensieve.errors import UsageError
 from pensieve.publish.document import DEFAULT_ARTIFACT, Article, load_article
-from pensieve.workspace import atomic_write_bytes
+from pensieve.workspace import atomic_write_bytes, special_file_kind
 
 FORMATS = ("html", "docx", "md", "json")
 _BY_SUFFIX = {".html": "html", ".htm": "html", ".docx": "docx", ".md": "md", ".markdown": "md", ".json": "json"}
@@ -82,12 +82,13 @@ def export_project(
     chosen = choose_format(fmt, output, bundle)
     target = output if output is not None else default_output(project_dir, chosen, bundle)
     _check_inside_project(project_dir, target)
-    if not bundle and target.is_dir():
-        raise UsageError(f"{target} is a directory; give a file name with --output")
+    if not bundle:
+        check_replaceable(target)
     if front_matter and chosen != "md":
         raise UsageError("--front-matter applies to --format md only")
     article = load_article(project_dir, name)
     exported_at = now_iso()
+    bundle_warnings: list[str] = []
     try:
         if bundle:
             from pensieve.publish.bundle import bundle_files, write_bundle
@@ -96,16 +97,28 @@ def export_project(
             if chosen != "html":
                 data = render_format(article, chosen, exported_at=exported_at, front_matter=front_matter)
                 extra[f"article.{chosen}"] = data
-            write_bundle(bundle_files(article, exported_at=exported_at, extra=extra), target)
+            files = bundle_files(article, exported_at=exported_at, extra=extra, warnings=bundle_warnings)
+            write_bundle(files, target)
         else:
             data = render_format(article, chosen, exported_at=exported_at, front_matter=front_matter)
-            atomic_write_bytes(target, data)
+            atomic_write_bytes(target, data, shared=True)  # made to be shared: not 0600
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise UsageError(f"cannot write {target}: {reason}; choose another --output") from None
-    return ExportResult(
-        target, chosen, bundle, len(article.references), [*_stage_warnings(project_dir, name), *article.warnings]
-    )
+    warnings = [*_stage_warnings(project_dir, name), *article.warnings, *bundle_warnings]
+    return ExportResult(target, chosen, bundle, len(article.references), warnings)
+
+
+def check_replaceable(target: Path) -> None:
+    """An export replaces its output file, and only a regular file: a FIFO or a device node
+    (/dev/full as root) would otherwise be renamed over and lost."""
+    kind = special_file_kind(target)
+    if kind == "a directory" or (kind == "a symbolic link" and target.is_dir()):
+        raise UsageError(f"{target} is a directory; give a file name with --output")
+    if kind is not None:
+        raise UsageError(
+            f"{target} is {kind}, not a regular file; an export only replaces a file: choose another --output"
+        )
 
 
 def _check_inside_project(project_dir: Path, target: Path) -> None:

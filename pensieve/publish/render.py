@@ -7,7 +7,8 @@ markdown-it-py parses the body with raw HTML disabled (a `<script>` in an artifa
 text), links are kept only for http(s) and relative targets, images become links (nothing
 is fetched at view time), and every string from a model or a web page is escaped. The
 fragments carry no inline script and no event handler: a citation's supporting passage
-is revealed by CSS (hover or focus on the citation) and, in the reference list, by a
+is revealed by CSS (hover or focus on the citation; a click or a tap targets the passage,
+which `:target` shows, since a phone has no hover) and, in the reference list, by a
 `<details>` element.
 """
 
@@ -99,6 +100,7 @@ def html_renderer() -> MarkdownIt:
     env={"article": article}."""
     md = markdown_parser()
     md.add_render_rule("text", _render_text)
+    md.add_render_rule("softbreak", _render_softbreak)
     md.add_render_rule("image", _render_image)
     md.add_render_rule("link_open", _render_link_open)
     md.add_render_rule("heading_open", _render_heading_open)
@@ -131,17 +133,43 @@ def _inside_link(tokens: Sequence[Token], idx: int) -> bool:
     return depth > 0
 
 
+# A citation (one or more placeholders) with the space before it and the punctuation after
+# it (escaped text: quotes are entities by then).
+_CITE_RUN = re.compile(
+    rf"[ \t]*(?P<cites>(?:{PLACEHOLDER.pattern})(?:[ \t]*(?:{PLACEHOLDER.pattern}))*)"
+    r"(?P<after>(?:[.,;:!?)\]}\u2019\u201d\u00bb\u2026]|&quot;|&#x27;)*)"
+)
+
+
 def _render_text(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
     article: Article = env["article"]
     in_link = _inside_link(tokens, idx)
 
-    def cite(match: re.Match[str]) -> str:
-        citation = article.citations[int(match.group(1))]
-        if in_link:  # no link inside a link: the number as text
-            return escape(article.cite_text(citation))
-        return citation_html(citation)
+    def cite_run(match: re.Match[str]) -> str:
+        space = "&nbsp;" if match.group(0)[:1] in " \t" else ""
+        citations = [article.citations[int(n)] for n in PLACEHOLDER.findall(match["cites"])]
+        if in_link:  # no link inside a link: the numbers as text
+            items = [(escape(" ".join(article.cite_text(c) for c in citations)), "")]
+        else:
+            items = [item for citation in citations for item in citation_items(citation)]
+        # A citation never wraps away from the word it follows (a no-break space), nor
+        # leaves its full stop alone on the next line (its last item and the punctuation
+        # in one unbreakable span); a long group may still wrap between its items. The
+        # punctuation goes before the last passage, which an opened passage then follows
+        # (`a.cite + .passage` skips the text between them).
+        *first, (link, passage) = items
+        return f'{space}{"".join(map("".join, first))}<span class="cite-run">{link}{match["after"]}{passage}</span>'
 
-    return PLACEHOLDER.sub(cite, escape(tokens[idx].content))
+    return _CITE_RUN.sub(cite_run, escape(tokens[idx].content))
+
+
+def _render_softbreak(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
+    """A line break of the markdown source just before a citation is a no-break space, so
+    the citation stays on the line of the word before it."""
+    following = tokens[idx + 1] if idx + 1 < len(tokens) else None
+    if following is not None and following.type == "text" and PLACEHOLDER.match(following.content.lstrip()):
+        return "&nbsp;"
+    return "\n"
 
 
 def _render_image(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
@@ -182,24 +210,40 @@ def _render_link_open(self: Any, tokens: Sequence[Token], idx: int, options: Any
 
 
 def citation_html(citation: Citation) -> str:
-    return "".join(_item_html(item) for item in citation.items)
+    return "".join(link + passage for link, passage in citation_items(citation))
 
 
-def _item_html(item: CiteItem) -> str:
+def citation_items(citation: Citation) -> list[tuple[str, str]]:
+    """Each source of the citation group as HTML: (its link, its passage or "")."""
+    items, used = [], set()
+    for position, item in enumerate(citation.items):
+        passage_id = f"ev-{citation.index}-{item.source_id}"
+        if passage_id in used:  # `[S1, S1]`: ids stay unique in the page
+            passage_id += f"-{position}"
+        used.add(passage_id)
+        items.append(_item_html(item, passage_id))
+    return items
+
+
+def _item_html(item: CiteItem, passage_id: str) -> tuple[str, str]:
     if item.source_id is None or item.number is None:
-        return f'<span class="cite cite-unresolved" title="not in the source archive">[{escape(item.label)}?]</span>'
+        link = f'<span class="cite cite-unresolved" title="not in the source archive">[{escape(item.label)}?]</span>'
+        return link, ""
     verdict = item.verdict
     flag = ""
     if verdict in ("weak", "unsupported"):
         flag = f'<span class="flag flag-{verdict}"> {escape(_VERDICT_WORDS[verdict])}</span>'
-    anchor = (
-        f'<a class="cite verdict-{verdict}" href="#ref-{escape(item.source_id)}" '
+    # With evidence, a click or a tap opens the passage (`:target`: no hover on a phone),
+    # which links on to the reference; without, the citation goes to the reference.
+    target = f"#ref-{item.source_id}" if item.evidence is None else f"#{passage_id}"
+    link = (
+        f'<a class="cite verdict-{verdict}" href="{escape(target)}" '
         f'data-source="{escape(item.source_id)}" data-verdict="{verdict}" '
         f'aria-label="reference {item.number}, {_VERDICT_WORDS[verdict]}">[{item.number}]{flag}</a>'
     )
     if item.evidence is None:
-        return anchor
-    return anchor + _passage_html(item.source_id, item.evidence)
+        return link, ""
+    return link, _passage_html(item.source_id, item.number, item.evidence, passage_id)
 
 
 def _findings_about(source_id: str, evidence: CitedEvidence) -> list[str]:
@@ -207,7 +251,7 @@ def _findings_about(source_id: str, evidence: CitedEvidence) -> list[str]:
     return [f for f in evidence.findings if source_id in SOURCE_ID.findall(f) or not SOURCE_ID.search(f)]
 
 
-def _passage_html(source_id: str, evidence: CitedEvidence) -> str:
+def _passage_html(source_id: str, number: int, evidence: CitedEvidence, passage_id: str) -> str:
     verdict = evidence.verdict
     head = f"{source_id}: {_VERDICT_WORDS[verdict]}"
     if evidence.score is not None:
@@ -222,7 +266,9 @@ def _passage_html(source_id: str, evidence: CitedEvidence) -> str:
         notes.append("not in the passage: " + ", ".join(evidence.missing))
     for note in notes:
         parts.append(f'<span class="passage-note">{escape(note)}</span>')
-    return f'<span class="passage passage-{verdict}" role="note">{"".join(parts)}</span>'
+    # The reference list stays one step away from an opened passage.
+    parts.append(f'<a class="passage-ref" href="#ref-{escape(source_id)}">\u2192 reference {number}</a>')
+    return f'<span class="passage passage-{verdict}" id="{escape(passage_id)}" role="note">{"".join(parts)}</span>'
 
 
 # -- references -----------------------------------------------------------------------------
@@ -372,13 +418,23 @@ a.cite:hover, a.cite:focus { text-decoration: underline; outline: none; }
 .flag-unsupported { color: var(--bad); background: var(--bad-bg); }
 .flag-supported { color: var(--ok); }
 a.cite .flag { margin-left: .15em; }
-.passage { display: none; }
+.cite-run { white-space: nowrap; }
+.passage {
+  display: none; white-space: normal; text-align: left;
+  background: #fff; color: var(--ink); border: 1px solid var(--rule); border-left: 4px solid var(--ok);
+  padding: .6rem .8rem; font: .875rem/1.5 system-ui, -apple-system, "Segoe UI", sans-serif;
+}
 a.cite:hover + .passage, a.cite:focus + .passage, .passage:hover {
   display: block; position: absolute; left: 0; right: 0; z-index: 10; margin-top: .25rem;
-  background: #fff; color: var(--ink); border: 1px solid var(--rule); border-left: 4px solid var(--ok);
-  box-shadow: 0 6px 24px rgba(0, 0, 0, .15); padding: .6rem .8rem;
-  font: .875rem/1.5 system-ui, -apple-system, "Segoe UI", sans-serif;
+  box-shadow: 0 6px 24px rgba(0, 0, 0, .15);
 }
+/* Clicked or tapped (the citation links to it): in the flow under its line, where the
+   browser scrolls it into view, covering no text. More specific than the hover rule, so
+   that a pointer over it does not lift it out of the flow. */
+a.cite + span.passage:target {
+  display: block; position: static; margin: .4rem 0 .6rem; box-shadow: none; scroll-margin: 4rem 0 1rem;
+}
+.passage-ref { display: block; margin-top: .35rem; font-weight: 600; }
 .passage-weak { border-left-color: var(--weak) !important; }
 .passage-unsupported { border-left-color: var(--bad) !important; }
 .passage-head { display: block; font-weight: 600; margin-bottom: .25rem; }
