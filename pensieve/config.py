@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -181,9 +182,37 @@ class SearchSettings(_Section):
                     "(or search.endpoint with search.provider: searxng), e.g. http://localhost:8888"
                 )
         for name, url in [*self.endpoints.items(), *([("endpoint", self.endpoint)] if self.endpoint else [])]:
+            where = "search.endpoint" if name == "endpoint" else f"search.endpoints.{name}"
             if not str(url).startswith(("http://", "https://")):
                 return f"search endpoint for {name} must be an http(s) URL, not {url!r}"
+            why = _endpoint_problem(str(url))
+            if why:
+                return f"{where} is not a usable URL ({why}): {url!r}"
         return None
+
+
+def _endpoint_problem(url: str) -> str | None:
+    """Why an http(s) URL cannot be requested (read as the search client will read it)."""
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+        return "it contains a space or a control character"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:  # "Port out of range 0-65535", "Invalid IPv6 URL", ...
+        return str(exc)
+    if not parts.hostname:
+        return "it names no host"
+    if port == 0:
+        return "port 0 cannot be connected to"
+    if parts.query or parts.fragment:
+        return "a base URL takes no query or fragment"
+    import httpx  # the search client's own reading, for what urlsplit lets through
+
+    try:
+        httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        return str(exc)
+    return None
 
 
 class FetchSettings(_Section):

@@ -19,7 +19,7 @@ from pensieve.tools.registry import ToolError
 from pensieve.tools.web import web_search
 from pensieve.web import ratelimit
 from tests.conftest import Home
-from tests.fakes.scholarly_server import DISKANN, HNSW, NOTHING, PQ, FakeScholarly
+from tests.fakes.scholarly_server import DISKANN, HNSW, NOTHING, ODD, ODD_PMID, PQ, FakeScholarly
 from tests.web_fixtures import tool_context
 
 ACADEMIC = ["arxiv", "semantic_scholar", "pubmed", "openalex", "crossref"]
@@ -109,6 +109,8 @@ async def test_semantic_scholar_json_and_its_key(home: Home, scholarly: FakeScho
     assert results[0] == {
         **HNSW_FIELDS,
         "url": f"https://doi.org/{HNSW.doi}",
+        # The page the provider named for the paper, beside its DOI.
+        "landing_url": "https://www.semanticscholar.org/paper/" + f"{0:040x}",
         "snippet": HNSW.abstract,
         "source": "semantic_scholar",
     }
@@ -171,13 +173,17 @@ async def test_openalex_and_crossref_polite_pool(home: Home, scholarly: FakeScho
 async def test_searxng_json(home: Home, scholarly: FakeScholarly) -> None:
     pid = configure(home, scholarly, ["searxng"])
     results = results_of(await search(home, pid, kind="web"))
-    assert [r["url"] for r in results] == [scholarly.landing(p) for p in (HNSW, PQ, DISKANN)]
+    # A science engine's record with a DOI: the DOI's URL, the page it found kept beside it.
     assert results[0] == {
-        "title": HNSW.title,
-        "url": scholarly.landing(HNSW),
+        **HNSW_FIELDS,
+        "url": f"https://doi.org/{HNSW.doi}",
+        "landing_url": scholarly.landing(HNSW),
         "snippet": HNSW.abstract,
         "source": "searxng",
     }
+    # Plain web results (no identifier): the page as found, and nothing made up.
+    assert [r["url"] for r in results[1:]] == [scholarly.landing(p) for p in (PQ, DISKANN)]
+    assert results[1] == {"title": PQ.title, "url": scholarly.landing(PQ), "snippet": PQ.abstract, "source": "searxng"}
     (hit,) = scholarly.of("searxng")
     assert hit.params == {"q": "nearest neighbor graph", "format": "json", "pageno": "1"}
 
@@ -189,10 +195,20 @@ async def test_merged_and_deduplicated_by_doi_arxiv_and_url(home: Home, scholarl
     # Each work once: HNSW came from six providers (DOI, arXiv id, PMID and landing URL all link them).
     assert sorted(titles) == sorted(p.title for p in (HNSW, PQ, DISKANN, NOTHING))
     hnsw = results[titles.index(HNSW.title)]
-    # The first provider's record is kept (SearXNG's landing page), its gaps filled by the others.
+    # The first provider's record is kept, its gaps filled by the others; its URL is the
+    # canonical identifier URL, SearXNG's page kept as the landing page.
     assert set(hnsw["source"].split(", ")) == {"searxng", *ACADEMIC}
-    assert hnsw["url"] == scholarly.landing(HNSW)
+    assert hnsw["url"] == f"https://doi.org/{HNSW.doi}" and hnsw["landing_url"] == scholarly.landing(HNSW)
     assert hnsw["doi"] == HNSW.doi and hnsw["year"] == 2018 and hnsw["authors"]
+    # PQ: SearXNG found only its page (no DOI there); the academic providers' DOI makes it canonical.
+    pq = results[titles.index(PQ.title)]
+    assert pq["url"] == f"https://doi.org/{PQ.doi}" and pq["landing_url"] == scholarly.landing(PQ)
+    # DiskANN has no identifier anywhere: the first page found stays its URL. NOTHING has no
+    # identifier and no landing page: only Semantic Scholar's own page for it (nothing made up).
+    diskann = results[titles.index(DISKANN.title)]
+    assert diskann["url"] == scholarly.landing(DISKANN) and "landing_url" not in diskann
+    nothing = results[titles.index(NOTHING.title)]
+    assert nothing["url"].startswith("https://www.semanticscholar.org/paper/") and "landing_url" not in nothing
     # Interleaved: the top of every provider comes before anyone's second result.
     assert titles[0] == HNSW.title
     assert all(len(scholarly.of(p)) >= 1 for p in ["searxng", *ACADEMIC])
@@ -215,7 +231,7 @@ async def test_a_failing_provider_is_reported_while_the_others_answer(home: Home
     pid = configure(home, scholarly, ["semantic_scholar", "arxiv", "crossref"])
     text = await search(home, pid)
     assert [r["source"] for r in results_of(text)] == ["arxiv"]
-    assert "\nNot answered: semantic_scholar: semantic_scholar answered HTTP 500: internal error" in text
+    assert "\nNot answered: semantic_scholar: semantic_scholar answered HTTP 500: Internal server error" in text
     assert "\nNot answered: crossref: crossref answered HTTP 400: Parameter x not allowed" in text
 
     scholarly.modes = {"semantic_scholar": "500", "crossref": "500", "arxiv": "500"}
@@ -223,36 +239,103 @@ async def test_a_failing_provider_is_reported_while_the_others_answer(home: Home
     assert "semantic_scholar answered HTTP 500" in error and "arxiv answered HTTP 500" in error
 
 
+ALL = ["searxng", *ACADEMIC]
+SERVER_ERRORS = {
+    "searxng": "searxng answered HTTP 500: 500 Internal Server Error Internal Server Error The server encountered",
+    "arxiv": "arxiv answered HTTP 500: 500 Internal Server Error",
+    "semantic_scholar": "semantic_scholar answered HTTP 500: Internal server error",
+    "pubmed": "pubmed answered HTTP 500: NCBI - WWW Error 500 Diagnostic Server Error",
+    "openalex": "openalex answered HTTP 500: Internal server error",
+    "crossref": "crossref answered HTTP 500: Solr timed out",
+}
+
+
 @pytest.mark.parametrize(
     ("provider", "mode", "message"),
     [
         ("arxiv", "api-error", "arxiv refused the query: incorrect id format for 1234.12345"),
         ("arxiv", "bad-json", "arxiv returned a feed that is not valid XML"),
+        # A 200 page that is not an Atom feed is an error, not "no results".
+        ("arxiv", "html", "arxiv returned <html> instead of an Atom feed"),
+        ("arxiv", "malformed-envelope", "arxiv returned <rss> instead of an Atom feed"),
         ("pubmed", "api-error", "pubmed refused the query: Invalid query: unbalanced"),
+        # esearch answers, then esummary fails.
+        ("pubmed", "esummary-500", "pubmed answered HTTP 500: NCBI - WWW Error 500 Diagnostic"),
+        ("pubmed", "esummary-error", "pubmed: Invalid uid 30602420 at position=0"),
         ("searxng", "api-error", "searxng refused the JSON format (HTTP 403); list json under search.formats"),
+        ("searxng", "html", "searxng returned a response that is not valid JSON"),
         ("openalex", "bad-json", "openalex returned a response that is not valid JSON"),
-        ("semantic_scholar", "429", "semantic_scholar is rate-limiting requests (HTTP 429, retry after 120s)"),
+        ("crossref", "html", "crossref returned a response that is not valid JSON"),
+        # Each API's own 429 body, with Retry-After: too long to wait, so said at once.
+        *[(p, "429", f"{p} is rate-limiting requests (HTTP 429, retry after 120s)") for p in ALL],
+        # Each API's own 5xx body: its message, as the API worded it.
+        *[(p, "500", SERVER_ERRORS[p]) for p in ALL],
     ],
 )
 async def test_api_error_shapes(home: Home, scholarly: FakeScholarly, provider: str, mode: str, message: str) -> None:
+    home.monkeypatch.setenv("NCBI_API_KEY", NCBI_KEY)  # NCBI's 429 body names the key: it must not show
     scholarly.modes = {provider: mode}
     scholarly.retry_after = "120"
     pid = configure(home, scholarly, [provider])
-    assert message in await search_error(home, pid)
+    error = await search_error(home, pid)
+    assert message in error and NCBI_KEY not in error
+    if mode.startswith("esummary"):
+        assert [h.path for h in scholarly.of("pubmed")] == ["/esearch.fcgi", "/esummary.fcgi"]
+
+
+@pytest.mark.parametrize("provider", ["arxiv", "crossref"])
+async def test_a_429_without_retry_after(home: Home, scholarly: FakeScholarly, provider: str) -> None:
+    # arXiv ("Rate exceeded.") and Crossref (an HTML page) answer 429 without Retry-After.
+    scholarly.modes = {provider: "429"}
+    scholarly.retry_after = ""
+    pid = configure(home, scholarly, [provider])
+    error = await search_error(home, pid)
+    assert error == f"{provider} is rate-limiting requests (HTTP 429); search less often or try again later"
+    assert len(scholarly.of(provider)) == 1  # no Retry-After, no retry
 
 
 async def test_empty_and_malformed_answers(home: Home, scholarly: FakeScholarly) -> None:
-    scholarly.modes = {p: "empty" for p in ["searxng", *ACADEMIC]}
-    pid = configure(home, scholarly, ["searxng", *ACADEMIC])
+    scholarly.modes = {p: "empty" for p in ALL}
+    pid = configure(home, scholarly, ALL)
     assert (await search(home, pid)).startswith("No results for 'nearest neighbor graph'")
-    # Junk records beside good ones: the good ones are kept, the junk skipped, nothing fails.
-    scholarly.modes = {p: "malformed" for p in ["searxng", *ACADEMIC]}
-    for provider in ["searxng", *ACADEMIC]:
+    # Junk records beside good ones: the good ones are kept, the junk skipped, nothing fails;
+    # a record whose fields have the wrong types keeps its title and loses those fields.
+    scholarly.modes = {p: "malformed" for p in ALL}
+    for provider in ALL:
         pid = configure(home, scholarly, [provider])
         text = await search(home, pid)
-        titles = [r["title"] for r in results_of(text)]
+        results = results_of(text)
+        titles = [r["title"] for r in results]
         assert HNSW.title in titles and "Not answered" not in text, provider
-        assert all(t and t.strip() for t in titles) and "no url" not in titles
+        assert all(t and t.strip() for t in titles) and "no url" not in titles, provider
+        assert not {"a number for a url", "an unreadable url", "a port out of range", "a list"} & set(titles)
+        odd = [r for r in results if r["title"] == ODD]
+        assert len(odd) == (0 if provider == "arxiv" else 1), provider  # XML has no types to get wrong
+        for record in odd:
+            assert not {"authors", "year", "venue"} & set(record), (provider, record)
+            assert record.get("doi") == ("10.5555/odd" if provider == "crossref" else None), provider
+            assert record["url"] == {
+                "searxng": f"{scholarly.base_url}/landing/odd",
+                "pubmed": f"https://pubmed.ncbi.nlm.nih.gov/{ODD_PMID}/",  # the PMID is all it has
+                "crossref": "https://doi.org/10.5555/odd",
+            }.get(provider), provider
+    # An answer whose own structure is malformed (PubMed's idlist a number, a results list
+    # an object, RSS for Atom) fails that provider only: the other five still answer.
+    pid = configure(home, scholarly, ALL)
+    for provider, why in [
+        ("pubmed", "unexpected response from the search provider: esearchresult.idlist is not a list"),
+        ("searxng", "unexpected response from the search provider: results is not a list"),
+        ("arxiv", "arxiv returned <rss> instead of an Atom feed"),
+        ("semantic_scholar", "unexpected response from the search provider: data is not a list"),
+        ("openalex", "unexpected response from the search provider: results is not a list"),
+        ("crossref", "unexpected response from the search provider: message.items is not a list"),
+    ]:
+        scholarly.modes = {provider: "malformed-envelope"}
+        text = await search(home, pid)
+        sources = {s for r in results_of(text) for s in r["source"].split(", ")}
+        assert sources == set(ALL) - {provider}, provider
+        not_answered = [line for line in text.splitlines() if line.startswith("Not answered:")]
+        assert not_answered == [f"Not answered: {provider}: {why}"]
 
 
 async def test_a_long_retry_after_holds_the_provider_back_without_waiting(home: Home, scholarly: FakeScholarly) -> None:
@@ -315,6 +398,10 @@ async def test_keyed_provider_without_its_key_is_named_and_skipped(home: Home, s
     text = await search(home, pid)
     assert [r["source"] for r in results_of(text)] == ["arxiv"]
     assert "\nNot used: brave (SEARCH_API_KEY is not set)" in text
+    # Asked for web pages only: the web provider is configured, it only lacks its key.
+    error = await search_error(home, pid, kind="web")
+    assert error == "no web search provider can answer (brave: SEARCH_API_KEY is not set); use kind 'academic' or 'all'"
+    assert scholarly.of("arxiv") and len(scholarly.of("arxiv")) == 1  # nothing was asked
 
 
 @pytest.mark.parametrize(
@@ -328,6 +415,17 @@ async def test_keyed_provider_without_its_key_is_named_and_skipped(home: Home, s
         ),
         ({"providers": ["google_scholar"]}, "search.providers"),
         ({"endpoints": {"arxiv": "ftp://x"}}, "search endpoint for arxiv must be an http(s) URL"),
+        # Addresses the search client could not even request (they crashed the run before).
+        (
+            {"providers": ["searxng"], "endpoints": {"searxng": "http://localhost:99999"}},
+            "search.endpoints.searxng is not a usable URL (Port out of range 0-65535): 'http://localhost:99999'",
+        ),
+        ({"endpoints": {"arxiv": "http://[::1"}}, "search.endpoints.arxiv is not a usable URL (Invalid IPv6 URL)"),
+        ({"endpoints": {"crossref": "http://localhost:port"}}, "search.endpoints.crossref is not a usable URL (Port"),
+        ({"endpoints": {"pubmed": "https://:8080"}}, "search.endpoints.pubmed is not a usable URL (it names no host)"),
+        ({"endpoints": {"openalex": "http://api example.org"}}, "search.endpoints.openalex is not a usable URL (it"),
+        ({"provider": "searxng", "endpoint": "http://☃.example"}, "search.endpoint is not a usable URL (Invalid IDNA"),
+        ({"endpoints": {"arxiv": "http://a.example/?x=1"}}, "(a base URL takes no query or fragment)"),
         ({"min_intervals_s": {"bing": 1.0}}, "search.min_intervals_s"),
         ({"min_intervals_s": {"arxiv": -1.0}}, "the interval for arxiv must be >= 0 seconds"),
         ({"contact_email": "not an address"}, "is not an email address"),

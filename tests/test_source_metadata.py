@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pensieve.citations.check import run_check
-from pensieve.citations.cited_sources import CitedSource
+from pensieve.citations.cited_sources import CitedSource, load_sources
 from pensieve.citations.references import (
     apa_name,
     author_year_for_reader,
@@ -23,7 +23,7 @@ from pensieve.citations.references import (
 )
 from pensieve.front_matter import split_front_matter
 from pensieve.source_archive import SourceArchive, SourceMeta
-from pensieve.tools.web import fetch_url, web_search
+from pensieve.tools.web import fetch_url, known_urls, web_search
 from pensieve.web import ratelimit
 from pensieve.web.identifiers import canonical_url, normalize_arxiv_id, normalize_doi, normalize_pmid, year_of
 from pensieve.web.page_meta import page_meta
@@ -160,6 +160,40 @@ async def test_fetch_keeps_what_the_search_result_and_the_page_said(home: Home, 
     # The files alone rebuild the same entries when the index is lost.
     (project / "sources" / "index.json").unlink()
     assert SourceArchive(project).entries() == [first, second]
+
+
+async def test_a_search_results_identifier_url_is_known_and_passes_the_check(home: Home) -> None:
+    # SearXNG's science engine names the publisher's page and the DOI; the page itself has no tags.
+    fake = FakeScholarly(papers=(replace(HNSW, tags="none"),)).start()
+    try:
+        pid = academic_home(home, fake, ["searxng", "semantic_scholar"])
+        async with tool_context(home, pid) as ctx:
+            (result,) = json.loads(
+                (await web_search(ctx, query="hnsw")).split(">>>\n", 1)[1].rsplit("\n<<<END UNTRUSTED", 1)[0]
+            )
+            assert result["url"] == f"https://doi.org/{HNSW.doi}" and result["landing_url"] == fake.landing(HNSW)
+            # fetch.url_policy: known: the URL shown, the page it stands for, and the record's
+            # other identifier URLs may be fetched; a DOI no result had may not.
+            known = known_urls(ctx)
+            for url in (
+                result["url"],
+                result["landing_url"],
+                f"https://arxiv.org/abs/{HNSW.arxiv_id}",
+                f"https://pubmed.ncbi.nlm.nih.gov/{HNSW.pmid}/",
+            ):
+                assert known.refusal(url) is None, url
+            assert known.refusal("https://doi.org/10.9999/forged") is not None
+            await fetch_url(ctx, url=result["landing_url"])
+    finally:
+        fake.stop()
+        ratelimit._PACERS.clear()
+    sources = load_sources(home.project_dir(pid))
+    assert sources["S1"].doi == HNSW.doi  # from the search result: the page said nothing
+    draft = "# HNSW\n\nGraphs are searched greedily from the top layer down [S1].\n"
+    for style in ("numbered", "author-year"):
+        final = for_reader(draft, sources, style)
+        assert final.rstrip().endswith(f"https://doi.org/{HNSW.doi}") and fake.landing(HNSW) not in final
+        assert run_check({"final.md": final}, sources, 1.0, style=style).ok
 
 
 def test_an_index_without_metadata_still_loads(tmp_path: Path) -> None:
@@ -323,9 +357,28 @@ def test_author_year_check_catches_what_is_wrong() -> None:
     final = author_year_for_reader(DRAFT, SOURCES)
     body, refs = final.split("## References\n\n")
     lines = refs.splitlines()
-    invented = "(Nobody, 1999)"
-    problems = kinds(body.replace("(Malkov & Yashunin, 2018).", invented + ".") + "## References\n\n" + refs)
-    assert ("unknown_citation", "(Nobody, 1999) matches no archived source") in problems
+    # Made-up citations: a wrong year or a dropped co-author of an archived source's label,
+    # authors no source has, and an invented part beside a real one.
+    for invented, wrong in [
+        ("(Malkov & Yashunin, 2019)", ["Malkov & Yashunin, 2019"]),
+        ("(Malkov, 2018)", ["Malkov, 2018"]),
+        ("(Yashunin, 2018)", ["Yashunin, 2018"]),
+        ("(Smith, 2020c)", ["Smith, 2020c"]),
+        ("(IEEE Transactions on Pattern Analysis and Machine Intelligence, 2017)", None),
+        ("(Nobody et al., 1999)", ["Nobody et al., 1999"]),
+        ("(Roe & Doe, 2001)", ["Roe & Doe, 2001"]),
+        ("(Jégou et al., 2011; Nobody, 1999)", ["Nobody, 1999"]),
+    ]:
+        problems = kinds(body.replace("(Malkov & Yashunin, 2018).", invented + ".") + "## References\n\n" + refs)
+        expected = wrong or [invented[1:-1]]
+        assert {("unknown_citation", f"({w}) matches no archived source") for w in expected} <= problems, invented
+    # Ordinary parentheses shaped like "(Name, year)" are prose, not citations.
+    prose = (
+        "The method was first shown at a workshop (Paris, 2016) and later updated (version 2, 2019); "
+        "the benchmark (SIFT1M, 2010) is still in use (Nobody, 1999).\n\n"
+    )
+    with_prose = body.replace("# Vector search\n\n", "# Vector search\n\n" + prose)
+    assert kinds(with_prose + "## References\n\n" + refs) == set()
     # An entry for a source never cited, one missing, out of order, a URL nobody fetched.
     shuffled = "\n".join([lines[2], lines[0], lines[1], "- Typed, A. (2001). Made up. https://invented.example/x"])
     problems = kinds(body.replace(" (Smith, 2020a; Smith, 2020b)", "") + "## References\n\n" + shuffled + "\n")

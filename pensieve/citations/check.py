@@ -20,7 +20,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pensieve.citations.cited_sources import CitedSource
-from pensieve.citations.references import AUTHOR_YEAR, NUMBERED, author_year_labels, sort_key, works
+from pensieve.citations.references import (
+    AUTHOR_YEAR,
+    NUMBERED,
+    author_year_labels,
+    publication,
+    sort_key,
+    surname,
+    works,
+)
 from pensieve.citations.summary import CheckSummary, FileSummary, Problem
 from pensieve.citations.text import (
     CITE_GROUP,
@@ -238,10 +246,45 @@ def _cited_share(
 # An author-year citation: "(Malkov & Yashunin, 2018)", "(Smith et al., 2020a; Nature, n.d.)".
 _PARENS = re.compile(r"\(([^()\n]{1,600})\)")
 _LOOKS_CITED = re.compile(r"^[^\s,][^;]*,\s*(?:\d{4}[a-z]?|n\.d\.(?:-[a-z])?)$")
+# Only a citation names several authors this way: "(Nobody et al., 1999)", "(Roe & Doe, 2001)".
+_AUTHORS_SHAPED = re.compile(r"\bet al\b|\s&\s")
+_LEAD_SPLIT = re.compile(r"\s+(?:&|and|et al\b\.?)\s*|,", re.I)
 
 
-def _author_year_citations(body: str, by_label: dict[str, str]) -> tuple[list[list[str]], list[str]]:
-    """(the source ids of each citation, in order; parts shaped like a citation that match no source)."""
+def _fold(text: str) -> str:
+    return " ".join(text.casefold().split()).strip(" .,")
+
+
+def _name_part(citation: str) -> str:
+    """'Malkov & Yashunin, 2018' -> 'Malkov & Yashunin'; 'Smith, 2020a' -> 'Smith'."""
+    return citation.rsplit(",", 1)[0] if _LOOKS_CITED.match(citation) else re.sub(r",\s*[a-z]$", "", citation)
+
+
+def _lead(name: str) -> str:
+    """The first author (or the publication) of a citation's name part."""
+    return _fold(_LEAD_SPLIT.split(name, maxsplit=1)[0])
+
+
+def citable_names(sources: dict[str, CitedSource], labels: dict[str, str]) -> set[str]:
+    """What a writer names when meaning an archived source: each label's author or
+    publication part, every author's surname and the publication (case-folded)."""
+    names = {_fold(_name_part(label)) for label in labels.values()}
+    for source in sources.values():
+        names.update(_fold(surname(a)) for a in source.authors)
+        names.add(_fold(publication(source)))
+    return {n for n in names if n}
+
+
+def _author_year_citations(
+    body: str, by_label: dict[str, str], names: set[str] | None = None
+) -> tuple[list[list[str]], list[str]]:
+    """(the source ids of each citation, in order; parts that were meant as citations but
+    match no source).
+
+    "(Paris, 2016)" or "(version 2, 2019)" is shaped like a citation but is prose: an
+    unmatched part counts as a citation only beside a real one in the same parentheses,
+    when it names several authors ("et al.", "&"), or when its name part is an archived
+    source's author or publication ("(Malkov, 2019)" for Malkov & Yashunin, 2018)."""
     groups: list[list[str]] = []
     unknown: list[str] = []
     for match in _PARENS.finditer(body):
@@ -249,7 +292,12 @@ def _author_year_citations(body: str, by_label: dict[str, str]) -> tuple[list[li
         known = [by_label[p] for p in parts if p in by_label]
         if known:
             groups.append(known)
-        unknown += [p for p in parts if p not in by_label and _LOOKS_CITED.match(p)]
+        for part in parts:
+            if part in by_label or not _LOOKS_CITED.match(part):
+                continue
+            name = _name_part(part)
+            if known or _AUTHORS_SHAPED.search(name) or (names and ({_fold(name), _lead(name)} & names)):
+                unknown.append(part)
     return groups, unknown
 
 
@@ -265,7 +313,7 @@ def check_author_year(
     labels = author_year_labels(sources)
     work = works(sources)
     by_label = {label: work[sid] for sid, label in labels.items()}
-    groups, unknown = _author_year_citations(body, by_label)
+    groups, unknown = _author_year_citations(body, by_label, citable_names(sources, labels))
     figures.citations = sum(len(g) for g in groups) + citation_count(body)
     for part in dict.fromkeys(unknown):
         report.problems.append(Problem(name, "unknown_citation", f"({part}) matches no archived source"))

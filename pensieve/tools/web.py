@@ -27,6 +27,7 @@ from pensieve.web.catalog import CATALOG, SEARCH_KEY_ENV
 from pensieve.web.extract import decode, extract
 from pensieve.web.fetcher import Fetcher, FetchError
 from pensieve.web.guard import GuardError, refusal, split_url
+from pensieve.web.identifiers import canonical_urls
 from pensieve.web.page_meta import page_meta
 from pensieve.web.robots import RobotsCache, RobotsRefusal
 from pensieve.web.search import for_kind, search_all, usable
@@ -150,13 +151,16 @@ def _item(result: SearchResult) -> dict[str, object]:
         item["venue"] = sanitize(result.venue)[:200]
     if result.doi:
         item["doi"] = sanitize(result.doi)[:200]
+    if result.landing:
+        item["landing_url"] = sanitize(result.landing)[:2000]  # the page the provider named
     return item
 
 
 @tool(default_limit=5, unavailable=search_unavailable)
 async def web_search(ctx: ToolContext, query: str, kind: Literal["web", "academic", "all"] = "all") -> str:
     """Search with a keyword query. Returns a JSON list of {title, url, snippet, source}, with
-    authors, year, venue and doi where known (papers).
+    authors, year, venue and doi where known (papers). A paper's url is its DOI, arXiv or
+    PubMed page; landing_url, when present, is the page the search engine found for it.
 
     Results are not fetched: use fetch_url to read a page. Prefer short, focused queries.
 
@@ -175,10 +179,13 @@ async def web_search(ctx: ToolContext, query: str, kind: Literal["web", "academi
     names = for_kind(ready, kind)
     if not names:
         kinds = sorted({CATALOG[n].kind for n in ready})
-        raise ToolError(
-            f"no {kind} search provider is configured (search.providers); use kind "
-            + " or ".join(repr(k) for k in [*kinds, "all"])
-        )
+        others = "use kind " + " or ".join(repr(k) for k in [*kinds, "all"])
+        unusable = for_kind(list(skipped), kind)
+        if unusable:
+            # Configured, but not usable now: say which and why, not "none is configured".
+            why = "; ".join(f"{name}: {skipped[name]}" for name in unusable)
+            raise ToolError(f"no {kind} search provider can answer ({why}); {others}")
+        raise ToolError(f"no {kind} search provider is configured (search.providers); {others}")
     state = web_state(ctx)
     started = time.monotonic()
     outcome = await search_all(state.search_client, settings, ctx.environ, names, query)
@@ -195,7 +202,11 @@ async def web_search(ctx: ToolContext, query: str, kind: Literal["web", "academi
     if outcome.errors and not outcome.counts:
         raise ToolError("; ".join(outcome.errors.values()))
     state.remember(outcome.results)
-    state.known.add_trusted([u for r in outcome.results for u in (r.url, r.landing) if u])
+    # What fetch_url may then fetch: every URL shown, and every identifier URL of a result
+    # (derived from its DOI, arXiv id or PMID, never from free text).
+    state.known.add_trusted(
+        [u for r in outcome.results for u in (r.url, r.landing, *canonical_urls(r.doi, r.arxiv_id, r.pmid)) if u]
+    )
     label = ", ".join(names)
     notes = "".join(f"\nNot answered: {name}: {sanitize(error)[:300]}" for name, error in outcome.errors.items())
     notes += "".join(

@@ -13,20 +13,34 @@ OpenAlex:         GET {base}/works?search=...&mailto=...; `results`, abstracts a
 Crossref:         GET {base}/works?query=...&mailto=...; `message.items`.
 
 A record's URL is the canonical identifier URL (doi.org, arxiv.org/abs, PubMed) when it has
-an identifier, else the landing page the provider names, else none: no URL is made up.
-Malformed records (not an object, no title) are skipped, not fatal.
+an identifier (the page the provider named is kept as its landing page), else that page,
+else none: no URL is made up. Malformed records (not an object, no title, fields of the
+wrong type) are skipped or lose the bad field, never fatal; an answer whose envelope is
+malformed (a list where an object belongs, an HTML page for an Atom feed) is that
+provider's SearchError, and the other providers still answer.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 from lxml import etree  # type: ignore[import-untyped]
 
 from pensieve.web.identifiers import canonical_url, normalize_arxiv_id, normalize_doi, normalize_pmid, year_of
-from pensieve.web.search_providers import Call, Provider, SearchError, SearchResult, items, plain
+from pensieve.web.search_providers import (
+    Call,
+    Provider,
+    SearchError,
+    SearchResult,
+    http_url,
+    items,
+    plain,
+    text,
+    text_of,
+)
 
 _ATOM = "{http://www.w3.org/2005/Atom}"
 _ARXIV = "{http://arxiv.org/schemas/atom}"
@@ -34,8 +48,8 @@ _SNIPPET_WORDS = 80
 _USER_AGENT = "Pensieve (research assistant)"
 
 
-def _snippet(text: str) -> str:
-    words = plain(text).split()
+def _snippet(value: Any) -> str:
+    words = plain(text(value)).split()
     return " ".join(words[:_SNIPPET_WORDS]) + (" …" if len(words) > _SNIPPET_WORDS else "")
 
 
@@ -47,21 +61,21 @@ def _headers(contact: str) -> dict[str, str]:
 
 def _date(value: Any) -> str:
     """An ISO date (or its year-month / year prefix) from the forms APIs use."""
-    text = str(value or "").strip().replace("/", "-")
-    match = re.match(r"(\d{4})(?:-(\d{2}))?(?:-(\d{2}))?", text)
+    written = text_of(value).strip().replace("/", "-")
+    match = re.match(r"(\d{4})(?:-(\d{2}))?(?:-(\d{2}))?", written)
     if not match:
         return ""
     return "-".join(part for part in match.groups() if part)
 
 
-def _result(call: Call, title: str, snippet: str, landing: str, **meta: Any) -> SearchResult:
-    doi = normalize_doi(meta.pop("doi", ""))
-    arxiv_id = normalize_arxiv_id(meta.pop("arxiv_id", ""))
-    pmid = normalize_pmid(meta.pop("pmid", ""))
-    landing = landing.strip() if landing.strip().startswith(("http://", "https://")) else ""
+def _result(call: Call, title: str, snippet: Any, landing: Any, **meta: Any) -> SearchResult:
+    doi = normalize_doi(text_of(meta.pop("doi", "")))
+    arxiv_id = normalize_arxiv_id(text_of(meta.pop("arxiv_id", "")))
+    pmid = normalize_pmid(text_of(meta.pop("pmid", "")))
+    landing = http_url(landing)
     url = canonical_url(doi, arxiv_id, pmid) or landing
     return SearchResult(
-        title=plain(title)[:300],
+        title=plain(title)[:300] or landing,
         url=url,
         landing=landing if landing != url else "",
         snippet=_snippet(snippet),
@@ -79,6 +93,22 @@ def _dict(value: Any) -> dict[str, Any]:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def _field(value: Any) -> str:
+    """A text field of a record, markup dropped; '' when it is not text."""
+    return plain(text(value))
+
+
+def _names(value: Any, key: str = "name") -> tuple[str, ...]:
+    """Author names from a list of {key: name} objects (or of names)."""
+    names = []
+    for author in value if isinstance(value, list | Iterator) else ():
+        raw = author.get(key) if isinstance(author, dict) else author
+        name = plain(raw) if isinstance(raw, str) else ""  # a number is no name
+        if name:
+            names.append(name)
+    return tuple(names)
 
 
 async def _works(call: Call, params: dict[str, str], contact: str) -> dict[str, Any]:
@@ -114,24 +144,24 @@ async def _searxng(call: Call, query: str, n: int, _contact: str) -> list[Search
         raise SearchError(f"{call.name} returned a response that is not valid JSON") from None
     results: list[SearchResult] = []
     for item in items(data.get("results"), "results", call.name):
-        url = str(item.get("url") or "").strip()
-        if not url.startswith(("http://", "https://")):
+        page = http_url(item.get("url"))
+        if not page:
             continue
-        # Its science engines (arxiv, crossref, pubmed...) add the record's fields.
-        authors = item.get("authors")
+        # Its science engines (arxiv, crossref, pubmed...) add the record's fields; a DOI
+        # (or an arXiv or PubMed page) makes the URL canonical, the page stays as landing.
         results.append(
-            SearchResult(
-                title=plain(item.get("title"))[:300] or url,
-                url=url,
-                snippet=_snippet(item.get("content") or ""),
-                source=call.name,
-                authors=tuple(plain(a) for a in authors if isinstance(a, str) and a.strip())
-                if isinstance(authors, list)
-                else (),
-                year=year_of(item.get("publishedDate")),
-                venue=plain(item.get("journal")),
-                doi=normalize_doi(item.get("doi")),
-                publisher=plain(item.get("publisher")),
+            _result(
+                call,
+                _field(item.get("title")),
+                item.get("content"),
+                page,
+                doi=item.get("doi"),
+                arxiv_id=page if "arxiv.org/" in page else "",
+                pmid=page if "pubmed.ncbi.nlm.nih.gov/" in page else "",
+                authors=_names(item.get("authors")),
+                year=year_of(text_of(item.get("publishedDate"))),
+                venue=_field(item.get("journal")),
+                publisher=_field(item.get("publisher")),
                 published=_date(item.get("publishedDate")),
             )
         )
@@ -159,6 +189,11 @@ async def _arxiv(call: Call, query: str, n: int, _contact: str) -> list[SearchRe
     except etree.XMLSyntaxError:
         call.raise_for_status(response)
         raise SearchError("arxiv returned a feed that is not valid XML") from None
+    if feed.tag != f"{_ATOM}feed":
+        # A 200 HTML page (a proxy's, a maintenance notice) is no "no results".
+        call.raise_for_status(response)
+        root = etree.QName(feed).localname if isinstance(feed.tag, str) else "?"
+        raise SearchError(f"arxiv returned <{plain(root)[:40]}> instead of an Atom feed")
     entries = feed.findall(f"{_ATOM}entry")
     for entry in entries:
         if "/api/errors" in _text(entry.find(f"{_ATOM}id")):
@@ -212,23 +247,27 @@ async def _semantic_scholar(call: Call, query: str, n: int, _contact: str) -> li
             continue
         ids = _dict(item.get("externalIds"))
         journal = _dict(item.get("journal"))
-        authors = _list(item.get("authors"))
         results.append(
             _result(
                 call,
                 title,
-                str(item.get("abstract") or ""),
-                str(item.get("url") or ""),
-                doi=str(ids.get("DOI") or ""),
-                arxiv_id=str(ids.get("ArXiv") or ""),
-                pmid=str(ids.get("PubMed") or ""),
-                authors=tuple(plain(a["name"]) for a in authors if isinstance(a, dict) and a.get("name")),
+                item.get("abstract"),
+                item.get("url"),
+                doi=ids.get("DOI"),
+                arxiv_id=ids.get("ArXiv"),
+                pmid=ids.get("PubMed"),
+                authors=_names(item.get("authors")),
                 year=year_of(item.get("year")),
-                venue=plain(journal.get("name") or item.get("venue")),
+                venue=_field(journal.get("name")) or _field(item.get("venue")),
                 published=_date(item.get("publicationDate")),
             )
         )
     return results[:n]
+
+
+def _is_author(entry: Any) -> bool:
+    """An E-utilities author entry for a person (not a collective's "CollectiveName")."""
+    return isinstance(entry, dict) and entry.get("authtype", "Author") == "Author"
 
 
 # -- PubMed (E-utilities) -----------------------------------------------------------------------------
@@ -247,13 +286,16 @@ async def _pubmed(call: Call, query: str, n: int, contact: str) -> list[SearchRe
         ),
     )
     if found.get("error"):
-        raise SearchError(call.scrub(f"pubmed: {plain(found['error'])[:200]}"))
+        raise SearchError(call.scrub(f"pubmed: {_field(found['error'])[:200] or 'error'}"))
     result = found.get("esearchresult")
     if not isinstance(result, dict):
         raise SearchError("unexpected response from the search provider: esearchresult is not an object")
     if result.get("ERROR"):
-        raise SearchError(call.scrub(f"pubmed refused the query: {plain(result['ERROR'])[:200]}"))
-    ids = [i for i in (result.get("idlist") or []) if isinstance(i, str) and i.isdigit()][:n]
+        raise SearchError(call.scrub(f"pubmed refused the query: {_field(result['ERROR'])[:200] or 'error'}"))
+    idlist = result.get("idlist")
+    if idlist is not None and not isinstance(idlist, list):
+        raise SearchError("unexpected response from the search provider: esearchresult.idlist is not a list")
+    ids = list(dict.fromkeys(i for i in _list(idlist) if isinstance(i, str) and i.isdigit()))[:n]
     if not ids:
         return []
     summary = _object(
@@ -263,32 +305,29 @@ async def _pubmed(call: Call, query: str, n: int, contact: str) -> list[SearchRe
     records = summary.get("result")
     if not isinstance(records, dict):
         if summary.get("error"):
-            raise SearchError(call.scrub(f"pubmed: {plain(summary['error'])[:200]}"))
+            raise SearchError(call.scrub(f"pubmed: {_field(summary['error'])[:200] or 'error'}"))
         raise SearchError("unexpected response from the search provider: result is not an object")
     results: list[SearchResult] = []
     for uid in ids:
         record = records.get(uid)
-        if not isinstance(record, dict) or record.get("error") or not record.get("title"):
+        title = _field(record.get("title")) if isinstance(record, dict) else ""
+        if not isinstance(record, dict) or record.get("error") or not title:
             continue  # "cannot get document summary", or a malformed record
         article_ids = _list(record.get("articleids"))
-        doi = next((str(a.get("value")) for a in article_ids if isinstance(a, dict) and a.get("idtype") == "doi"), "")
-        authors = _list(record.get("authors"))
-        venue = plain(record.get("fulljournalname") or record.get("source"))
-        published = _date(record.get("sortpubdate")) or _date(record.get("pubdate"))
+        doi = next((a.get("value") for a in article_ids if isinstance(a, dict) and a.get("idtype") == "doi"), "")
+        venue = _field(record.get("fulljournalname")) or _field(record.get("source"))
+        pubdate = _field(record.get("pubdate"))
+        published = _date(record.get("sortpubdate")) or _date(pubdate)
         results.append(
             _result(
                 call,
-                str(record["title"]).rstrip("."),
-                f"{venue}, {record.get('pubdate') or ''}".strip(", "),
+                title.rstrip("."),
+                f"{venue}, {pubdate}".strip(", "),
                 "",
                 pmid=uid,
                 doi=doi,
-                authors=tuple(
-                    plain(a["name"])
-                    for a in authors
-                    if isinstance(a, dict) and a.get("name") and a.get("authtype", "Author") == "Author"
-                ),
-                year=year_of(record.get("pubdate")) or year_of(published),
+                authors=_names(a for a in _list(record.get("authors")) if _is_author(a)),
+                year=year_of(pubdate) or year_of(published),
                 venue=venue,
                 published=published,
             )
@@ -316,31 +355,27 @@ async def _openalex(call: Call, query: str, n: int, contact: str) -> list[Search
     data = await _works(call, {"search": query, "per-page": str(min(n, 200))}, contact)
     results: list[SearchResult] = []
     for item in items(data.get("results"), "results", call.name):
-        title = item.get("title") or item.get("display_name")
-        if not isinstance(title, str) or not title.strip():
+        title = _field(item.get("title")) or _field(item.get("display_name"))
+        if not title:
             continue
         ids = _dict(item.get("ids"))
         location = _dict(item.get("primary_location"))
         source = _dict(location.get("source"))
-        landing = str(location.get("landing_page_url") or "")
-        authorships = _list(item.get("authorships"))
+        landing = http_url(location.get("landing_page_url"))
+        authorships = [_dict(a.get("author")) for a in _list(item.get("authorships")) if isinstance(a, dict)]
         results.append(
             _result(
                 call,
                 title,
                 _abstract(item.get("abstract_inverted_index")),
                 landing,
-                doi=str(item.get("doi") or ids.get("doi") or ""),
-                pmid=str(ids.get("pmid") or ""),
+                doi=text_of(item.get("doi")) or text_of(ids.get("doi")),
+                pmid=ids.get("pmid"),
                 arxiv_id=landing if "arxiv.org/" in landing else "",
-                authors=tuple(
-                    plain(a["author"]["display_name"])
-                    for a in authorships
-                    if isinstance(a, dict) and isinstance(a.get("author"), dict) and a["author"].get("display_name")
-                ),
+                authors=_names(authorships, "display_name"),
                 year=year_of(item.get("publication_year")),
-                venue=plain(source.get("display_name")),
-                publisher=plain(source.get("host_organization_name")),
+                venue=_field(source.get("display_name")),
+                publisher=_field(source.get("host_organization_name")),
                 published=_date(item.get("publication_date")),
             )
         )
@@ -369,23 +404,22 @@ def _date_parts(value: Any) -> str:
 async def _crossref(call: Call, query: str, n: int, contact: str) -> list[SearchResult]:
     data = await _works(call, {"query": query, "rows": str(min(n, 100))}, contact)
     if data.get("status") not in (None, "ok"):
-        raise SearchError(f"crossref answered status {plain(data.get('status'))[:40]}")
+        raise SearchError(f"crossref answered status {_field(data.get('status'))[:40] or '?'}")
     message = data.get("message")
     if not isinstance(message, dict):
         raise SearchError("unexpected response from the search provider: message is not an object")
     results: list[SearchResult] = []
     for item in items(message.get("items"), "message.items", call.name):
         title = _first(item.get("title"))
-        doi = normalize_doi(str(item.get("DOI") or ""))
+        doi = normalize_doi(text_of(item.get("DOI")))
         if not title or not doi:
             continue
-        authors = _list(item.get("author"))
         names = []
-        for author in authors:
+        for author in _list(item.get("author")):
             if not isinstance(author, dict):
                 continue
-            family, given = plain(author.get("family")), plain(author.get("given"))
-            name = f"{family}, {given}" if family and given else family or plain(author.get("name"))
+            family, given = _field(author.get("family")), _field(author.get("given"))
+            name = f"{family}, {given}" if family and given else family or _field(author.get("name"))
             if name:
                 names.append(name)
         published = _date_parts(item.get("published")) or _date_parts(item.get("issued"))
@@ -393,13 +427,13 @@ async def _crossref(call: Call, query: str, n: int, contact: str) -> list[Search
             _result(
                 call,
                 title,
-                str(item.get("abstract") or ""),
+                item.get("abstract"),
                 "",
                 doi=doi,
                 authors=tuple(names),
                 year=year_of(published),
                 venue=_first(item.get("container-title")),
-                publisher=plain(item.get("publisher")),
+                publisher=_field(item.get("publisher")),
                 published=published,
             )
         )

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import html
-import json
 import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -45,7 +45,9 @@ class SearchResult:
     """One result: the spec's {title, url, snippet}, the provider, and what is known of the work."""
 
     title: str
-    url: str  # "" for an academic record without a link or identifier: no URL is invented
+    # The canonical identifier URL (doi.org, arxiv.org/abs, PubMed) when the record has an
+    # identifier, else the page the provider named, else "": no URL is invented.
+    url: str
     snippet: str
     source: str = ""  # the provider(s) that returned it, e.g. "arxiv" or "arxiv, openalex"
     authors: tuple[str, ...] = ()
@@ -56,7 +58,7 @@ class SearchResult:
     pmid: str = ""
     publisher: str = ""
     published: str = ""
-    landing: str = ""  # the publisher's page for the work, when `url` is an identifier URL
+    landing: str = ""  # the page the provider named for the work, when `url` is an identifier URL
 
     def dedup_keys(self) -> list[str]:
         """What identifies the work for de-duplication: DOI, arXiv id, PMID, URLs, and a
@@ -64,7 +66,7 @@ class SearchResult:
         keys = [f"doi:{self.doi.lower()}"] if self.doi else []
         keys += [f"arxiv:{self.arxiv_id}"] if self.arxiv_id else []
         keys += [f"pmid:{self.pmid}"] if self.pmid else []
-        keys += ["url:" + normalize_url(u).rstrip("/") for u in (self.url, self.landing) if u]
+        keys += ["url:" + key for u in (self.url, self.landing) if u and (key := url_key(u))]
         title = re.sub(r"[^\w]+", " ", self.title.casefold()).strip()
         if len(title) >= _TITLE_KEY_MIN:
             keys.append(f"title:{title}")
@@ -80,9 +82,13 @@ class SearchResult:
         if not self.published and other.published:
             filled["published"] = other.published
         result = replace(self, **filled)
-        if not self.url:
-            result = replace(result, url=other.url or result.identifier_url())
-        return result
+        # An identifier either record knew makes the URL canonical; the pages the providers
+        # named stay as the landing page (the first of them), never dropped for nothing.
+        canonical = result.identifier_url()
+        if not canonical:
+            return replace(result, url=self.url or other.url, landing=self.landing)
+        pages = [u for u in (self.landing, self.url, other.landing, other.url) if u and u != canonical]
+        return replace(result, url=canonical, landing=pages[0] if pages else "")
 
     def identifier_url(self) -> str:
         return canonical_url(self.doi, self.arxiv_id, self.pmid)
@@ -149,7 +155,7 @@ class Call:
         self.raise_for_status(response)
         try:
             return response.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the parser's depth
             raise SearchError(f"{self.name} returned a response that is not valid JSON") from None
 
     def raise_for_status(self, response: httpx.Response) -> None:
@@ -180,7 +186,7 @@ def retry_after(value: str | None) -> float | None:
 def error_detail(response: httpx.Response) -> str:
     try:
         data = response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (ValueError, RecursionError):
         return plain(response.text[:200])
     if isinstance(data, dict):
         for key in ("error", "detail", "message"):
@@ -191,6 +197,43 @@ def error_detail(response: httpx.Response) -> str:
                 value = value.get("detail") or value.get("message") or value.get("code")
             if value:
                 return plain(str(value))[:200]
+    return ""
+
+
+def http_url(value: Any) -> str:
+    """An absolute http(s) URL with a host (and a valid port) that a provider gave; else ''."""
+    if not isinstance(value, str):
+        return ""
+    url = value.strip()
+    if not url.lower().startswith(("http://", "https://")) or any(c.isspace() or ord(c) < 32 for c in url):
+        return ""
+    try:
+        parts = urlsplit(url)
+        _port = parts.port
+    except ValueError:
+        return ""
+    return url if parts.hostname else ""
+
+
+def url_key(url: str) -> str:
+    """The key two URLs of one page share (the archive's), '' for a URL that cannot be read."""
+    try:
+        return normalize_url(url).rstrip("/")
+    except ValueError:
+        return ""
+
+
+def text(value: Any) -> str:
+    """A field that should be text: the string, or '' (a number, list or object is no text)."""
+    return value if isinstance(value, str) else ""
+
+
+def text_of(value: Any) -> str:
+    """An identifier or a date: a string, or a number written out; anything else ''."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
     return ""
 
 
@@ -218,13 +261,14 @@ class Provider:
 
 
 def _web_results(call: Call, found: Any, fields: tuple[str, str, str], n: int) -> list[SearchResult]:
-    title_key, url_key, snippet_key = fields
+    title_key, url_field, snippet_key = fields
     results: list[SearchResult] = []
     for item in found:
-        url = str(item.get(url_key) or "").strip()
+        url = http_url(item.get(url_field))
         if not url:
-            continue
-        results.append(SearchResult(plain(item.get(title_key)), url, plain(item.get(snippet_key)), call.name))
+            continue  # no link, or not one a reader (or fetch_url) can follow
+        title = plain(text(item.get(title_key)))[:300] or url
+        results.append(SearchResult(title, url, plain(text(item.get(snippet_key))), call.name))
         if len(results) >= n:
             break
     return results

@@ -4,10 +4,15 @@ landing pages, with citation_* / Dublin Core / JSON-LD meta tags.
 
 One server answers all of them by path (and, for `/works`, by parameter: OpenAlex takes
 `search`, Crossref `query`). `modes[provider]` scripts a misbehaviour per provider:
-  ok | empty | malformed (junk records beside the good ones) | bad-json | 500 |
-  429 (Retry-After: `retry_after`) | 429-once (then ok) | api-error (the API's own error
-  body: arXiv's error entry, E-utilities' ERROR, Crossref's validation failure,
-  SearXNG's 403 without the json format) | 403 (key refused)
+  ok | empty | malformed (junk records, and a record whose fields have the wrong types,
+  beside the good ones) | malformed-envelope (the answer's own structure has the wrong
+  type: a number for PubMed's idlist, an object for a results list, a feed that is not
+  Atom) | bad-json | html (a 200 HTML page instead of the API's format) |
+  500 and 429 (each API's own error body; Retry-After: `retry_after`, none if empty) |
+  429-once (then ok) | api-error (the API's own error body: arXiv's error entry,
+  E-utilities' ERROR, Crossref's validation failure, SearXNG's 403 without the json
+  format) | 403 (key refused) | esummary-500, esummary-error (PubMed: esearch answers,
+  then esummary fails)
 Every request is recorded with its arrival time, parameters and headers.
 """
 
@@ -95,6 +100,70 @@ NOTHING = Paper(
     tags="none",
 )
 PAPERS = (HNSW, PQ, DISKANN, NOTHING)
+# In `malformed` mode: a record with a title and every other field of the wrong type.
+ODD = "A record whose fields have the wrong types"
+ODD_PMID = "88888888"
+
+# Each API's own 429 and 500 bodies: (content type, body); "{key}" is the requester's key.
+RATE_LIMITED: dict[str, tuple[str, str]] = {
+    "searxng": ("text/html; charset=utf-8", "Too Many Requests"),  # its limiter (botdetection)
+    "arxiv": ("text/plain", "Rate exceeded."),
+    "semantic_scholar": (
+        "application/json",
+        json.dumps(
+            {
+                "message": "Too Many Requests. Please wait and try again or apply for a key for higher rate limits. "
+                "https://www.semanticscholar.org/product/api#api-key-form",
+                "code": "429",
+            }
+        ),
+    ),
+    "pubmed": ("application/json", '{"error":"API rate limit exceeded","api-key":"{key}","count":"4","limit":"3"}'),
+    "openalex": (
+        "application/json",
+        json.dumps({"error": "Rate limit exceeded", "message": "Too many requests: slow down, or add an API key."}),
+    ),
+    "crossref": (
+        "text/html",
+        "<html><body><h1>429 Too Many Requests</h1>\nYou have sent too many requests in a given amount of time.\n"
+        "</body></html>",
+    ),
+}
+SERVER_ERROR: dict[str, tuple[str, str]] = {
+    "searxng": (  # Flask's own page
+        "text/html; charset=utf-8",
+        "<!doctype html>\n<html lang=en>\n<title>500 Internal Server Error</title>\n<h1>Internal Server Error</h1>\n"
+        "<p>The server encountered an internal error and was unable to complete your request. Either the server "
+        "is overloaded or there is an error in the application.</p>\n",
+    ),
+    "arxiv": ("text/html", "<html><body><h1>500 Internal Server Error</h1></body></html>"),
+    "semantic_scholar": ("application/json", '{"message": "Internal server error"}'),
+    "pubmed": (
+        "text/html",
+        "<!DOCTYPE html><html><head><title>NCBI - WWW Error 500 Diagnostic</title></head><body>"
+        "<h1>Server Error</h1><p>Your request could not be processed due to a problem on our Web server.</p>"
+        "</body></html>",
+    ),
+    "openalex": (
+        "application/json",
+        json.dumps({"error": "Internal server error", "message": "Something went wrong. Please try again."}),
+    ),
+    "crossref": (
+        "application/json",
+        json.dumps(
+            {
+                "status": "error",
+                "message-type": "exception",
+                "message-version": "1.0.0",
+                "message": {
+                    "name": "class java.lang.RuntimeException",
+                    "description": "java.lang.RuntimeException: Solr timed out",
+                    "message": "Solr timed out",
+                },
+            }
+        ),
+    ),
+}
 
 
 @dataclass
@@ -150,8 +219,38 @@ class FakeScholarly:
             for i, p in enumerate(papers)
             if p.landing
         ]
+        if results and papers[0].doi:
+            # Its science engines (crossref, arxiv, pubmed...) answer with the record's fields.
+            first = papers[0]
+            results[0] |= {
+                "engine": "crossref",
+                "engines": ["crossref"],
+                "template": "paper.html",
+                "category": "science",
+                "doi": first.doi,
+                "journal": first.venue,
+                "publisher": first.publisher,
+                "authors": first.full_names(),
+                "publishedDate": f"{first.published}T00:00:00",
+            }
         if junk:
-            results += ["not an object", {"title": "no url"}, {"url": "javascript:alert(1)", "title": "x"}]
+            results += [
+                "not an object",
+                {"title": "no url"},
+                {"url": "javascript:alert(1)", "title": "x"},
+                {"url": 5, "title": "a number for a url"},
+                {"url": "http://[::1/x", "title": "an unreadable url"},
+                {"url": "http://127.0.0.1:99999/x", "title": "a port out of range"},
+                {
+                    "url": f"{self.base_url}/landing/odd",
+                    "title": ODD,
+                    "content": ["not", "text"],
+                    "authors": "Nobody",
+                    "doi": ["10.1/x"],
+                    "journal": 7,
+                    "publishedDate": {"year": 2020},
+                },
+            ]
         return {
             "query": query,
             "number_of_results": 0,
@@ -187,6 +286,13 @@ class FakeScholarly:
             entries.append("<entry><title>An entry without an id</title></entry>")
             entries.append("<entry><id>http://arxiv.org/abs/2101.00001v1</id></entry>")
         return self._feed(query, len(entries), "\n".join(entries))
+
+    @staticmethod
+    def not_atom() -> str:
+        # Well-formed XML, but RSS (arXiv's listing feeds), not the API's Atom.
+        return """<?xml version="1.0" encoding="UTF-8"?>
+<rss version="2.0"><channel><title>cs.DS updates on arXiv.org</title>
+<item><title>Efficient and robust approximate nearest neighbor search</title></item></channel></rss>"""
 
     @staticmethod
     def _feed(query: str, total: int, entries: str) -> str:
@@ -239,15 +345,29 @@ class FakeScholarly:
                 }
             )
         if junk:
-            data += [None, {"paperId": "x", "title": None}, {"paperId": "y", "title": "  "}]
+            data += [None, {"paperId": "x", "title": None}, {"paperId": "y", "title": "  "}, {"title": ["a list"]}]
+            data.append(
+                {
+                    "paperId": "z",
+                    "title": ODD,
+                    "externalIds": ["DOI", "10.1/x"],
+                    "url": 5,
+                    "abstract": {"text": "x"},
+                    "venue": ["v"],
+                    "journal": "a string",
+                    "year": "twenty",
+                    "publicationDate": 2020,
+                    "authors": "Nobody",
+                }
+            )
         if not data:
             return {"total": 0, "offset": 0}
         return {"total": len(data), "offset": 0, "next": len(data), "data": data}
 
     def esearch(self, papers: tuple[Paper, ...], term: str, n: int, junk: bool) -> dict[str, Any]:
-        ids = [p.pmid for p in papers if p.pmid][:n]
+        ids: list[Any] = [p.pmid for p in papers if p.pmid][:n]
         if junk:
-            ids.append("99999999")
+            ids += ["99999999", ODD_PMID, 12345, None, "not-a-pmid"]
         return {
             "header": {"type": "esearch", "version": "0.3"},
             "esearchresult": {
@@ -265,6 +385,18 @@ class FakeScholarly:
         by_pmid = {p.pmid: p for p in papers if p.pmid}
         for uid in ids:
             p = by_pmid.get(uid)
+            if uid == ODD_PMID:
+                result[uid] = {
+                    "uid": uid,
+                    "title": ODD,
+                    "pubdate": ["2020"],
+                    "sortpubdate": {"year": 2020},
+                    "authors": "Nobody",
+                    "articleids": {"doi": "10.1/x"},
+                    "fulljournalname": ["x"],
+                    "source": None,
+                }
+                continue
             if p is None:
                 result[uid] = {"uid": uid, "error": "cannot get document summary"}
                 continue
@@ -321,6 +453,20 @@ class FakeScholarly:
             )
         if junk:
             results += [7, {"id": "W9", "title": None, "display_name": None}]
+            results.append(
+                {
+                    "id": "W8",
+                    "title": ["a list"],
+                    "display_name": ODD,
+                    "doi": 5,
+                    "ids": "not an object",
+                    "publication_year": "n/a",
+                    "publication_date": 2020,
+                    "primary_location": {"landing_page_url": ["http://a.example"], "source": "a string"},
+                    "authorships": [{"author": "Nobody"}, 3, {"author": {"display_name": 7}}],
+                    "abstract_inverted_index": {"word": "not positions"},
+                }
+            )
         return {
             "meta": {"count": len(results), "db_response_time_ms": 12, "page": 1, "per_page": n},
             "results": results,
@@ -346,13 +492,41 @@ class FakeScholarly:
                 }
             )
         if junk:
-            found += ["junk", {"title": ["no DOI"]}, {"DOI": "10.1/x", "title": []}]
+            found += ["junk", {"title": ["no DOI"]}, {"DOI": "10.1/x", "title": []}, {"DOI": 5, "title": ["a number"]}]
+            found.append(
+                {
+                    "DOI": "10.5555/odd",
+                    "title": ODD,
+                    "author": {"family": "Nobody"},
+                    "container-title": 5,
+                    "publisher": {"name": "x"},
+                    "published": {"date-parts": "2020"},
+                    "issued": [[2020]],
+                    "abstract": ["not", "text"],
+                }
+            )
         return {
             "status": "ok",
             "message-type": "work-list",
             "message-version": "1.0.0",
             "message": {"facets": {}, "total-results": len(found), "items": found, "items-per-page": n},
         }
+
+    def malformed_envelope(self, provider: str, path: str) -> tuple[int, str, bytes, dict[str, str]]:
+        """An answer in the API's format whose own structure has a field of the wrong type."""
+        if provider == "arxiv":
+            return 200, "application/atom+xml; charset=utf-8", self.not_atom().encode(), {}
+        body: Any = {
+            "searxng": {"query": "q", "number_of_results": 0, "results": {"0": {"url": "http://a.example"}}},
+            "semantic_scholar": {"total": "many", "offset": 0, "data": "none"},
+            "pubmed": {
+                "header": {"type": "esearch", "version": "0.3"},
+                "esearchresult": {"count": "1", "retmax": "1", "retstart": "0", "idlist": 30602420},
+            },
+            "openalex": {"meta": [], "results": {"W1": {"title": "x"}}},
+            "crossref": {"status": "ok", "message-type": "work-list", "message": {"items": {"DOI": "10.1/x"}}},
+        }[provider]
+        return 200, "application/json", json.dumps(body).encode(), {}
 
     def landing_page(self, key: str) -> tuple[int, str, bytes] | None:
         paper = next((p for p in self.papers if p.key == key and p.landing), None)
@@ -433,15 +607,29 @@ class FakeScholarly:
                 self._once.add(provider)
             mode = "429" if first else "ok"
         if mode == "429":
-            body: dict[str, Any] = {
-                "message": "Too Many Requests. Please wait and try again or apply for a key.",
-                "code": "429",
-            }
-            return 429, as_json, json.dumps(body).encode(), {"Retry-After": self.retry_after}
-        if mode == "500":
-            if provider == "arxiv":
-                return 500, "text/html", b"<html><body><h1>500 Internal Server Error</h1></body></html>", {}
-            return 500, as_json, b'{"error": "internal error"}', {}
+            kind, text = RATE_LIMITED[provider]
+            key = params.get("api_key") or "127.0.0.1"  # NCBI names the key (or the address) it counted
+            return (
+                429,
+                kind,
+                text.replace("{key}", key).encode(),
+                ({"Retry-After": self.retry_after} if self.retry_after else {}),
+            )
+        if mode == "500" or (mode == "esummary-500" and parts.path == "/esummary.fcgi"):
+            kind, text = SERVER_ERROR[provider]
+            return 500, kind, text.encode(), {}
+        if mode == "esummary-error" and parts.path == "/esummary.fcgi":
+            body: dict[str, Any] = {"header": {"type": "esummary"}, "error": "Invalid uid 30602420 at position=0"}
+            return 200, as_json, json.dumps(body).encode(), {}
+        if mode == "html":
+            # A maintenance page or a proxy's, answered 200 (well-formed: arXiv's parser reads it).
+            notice = (
+                '<html xmlns="http://www.w3.org/1999/xhtml"><head><title>Down for maintenance</title></head>'
+                "<body><p>We are down for maintenance. Please try again later.</p></body></html>"
+            )
+            return 200, "text/html; charset=utf-8", notice.encode(), {}
+        if mode == "malformed-envelope":
+            return self.malformed_envelope(provider, parts.path)
         if mode == "403" or (
             provider == "semantic_scholar" and self.s2_key and headers.get("x-api-key") != self.s2_key
         ):
