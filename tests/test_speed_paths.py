@@ -68,7 +68,9 @@ def test_a_call_offering_tools_does_not_import_litellms_mcp_gateway(tmp_path: Pa
         model.stop()
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[] False"
-    assert model.requests[0].body["tools"][0]["function"]["name"] == "text_stats"
+    body = model.requests[0].body
+    assert body["tools"][0]["function"]["name"] == "text_stats"
+    assert not any(key.startswith("_") for key in body)  # litellm's own flag is not sent on
 
 
 @pytest.mark.slow
