@@ -26,8 +26,9 @@ NOTES = (
     "# Research notes\n\n## Falcon index\n- The Falcon index rebuilds its HNSW graph every night [S1].\n\n"
     "## Open questions\n- How long a rebuild takes.\n\n## Sources\n- S1\n"
 )
-P1 = f'Our Falcon index is rebuilt nightly: "{WIKI_FACT}" [S1].'
-P2 = "A nightly rebuild keeps recall steady as vectors are added during the day [S1]."
+# The citation inside the sentence, as an article has it: "... at 02:00 UTC" [S1].
+P1 = f'Our Falcon index "{WIKI_FACT.removeprefix("The Falcon index ").removesuffix(".")}" [S1].'
+P2 = "The Falcon index is owned by the search team [S1]."
 
 
 @pytest.fixture(scope="module")
@@ -147,6 +148,10 @@ def test_researcher_cites_an_mcp_result_on_stdio_and_the_check_passes(home: Home
     assert report.exit_code == 0, report.stdout
     figures = json.loads(report.stdout)
     assert figures["ok"] and figures["sources"] == 1 and figures["quotes_checked"] >= 1
+    # final.md's [1] is read back to S1 through its mcp:// reference: its sentences are checked.
+    evidence = figures["evidence"]
+    assert evidence["file"] == "final.md" and evidence["cited_sentences"] >= 1, evidence
+    assert evidence["supported"] == evidence["cited_sentences"], evidence
 
     # Recorded in events.jsonl like every tool call; the server was started once and is gone.
     events = read_events(project / "events.jsonl")

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 
+from pensieve.citations.text import MCP_SCHEME
 from pensieve.events import EventKind
 from pensieve.redact import scrub
 from pensieve.source_archive import SourceArchive
@@ -550,7 +551,7 @@ def source_url(server: str, tool: str, arguments: Mapping[str, Any]) -> str:
         for k, v in arguments.items()
     )
     query = urlencode(pairs, quote_via=quote)
-    return f"mcp://{quote(server)}/{quote(tool)}" + (f"?{query}" if query else "")
+    return f"{MCP_SCHEME}://{quote(server)}/{quote(tool)}" + (f"?{query}" if query else "")
 
 
 async def _call(ctx: ToolContext, server: McpServer, remote: RemoteTool, arguments: dict[str, Any]) -> str:
