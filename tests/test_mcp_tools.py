@@ -412,6 +412,56 @@ def test_tools_command_starts_the_servers_to_list_their_tools_then_stops_them(
     assert len(pid_file.read_text().split()) == 1
 
 
+async def test_a_model_facing_name_means_one_tool_for_the_whole_run(tmp_path: Path, http_wiki: HttpWiki) -> None:
+    """`my-wiki` and `my_wiki` both sanitise to `mcp_my_wiki_`: the name each of their tools
+    gets is fixed when it is first listed, so every stage (and `limits`) means the same tool."""
+    from pensieve.config import Settings
+    from pensieve.events import EventLog
+    from pensieve.stages import BY_NAME
+    from pensieve.tool_matrix import resolve_column
+    from pensieve.tools.mcp import McpServers
+
+    given = Settings.model_validate(
+        {
+            "mcp": {"servers": {"my-wiki": {"url": http_wiki.url}, "my_wiki": {"url": http_wiki.url}}},
+            "agents": {
+                "researcher": {"tools": {"allow": ["mcp.my_wiki.search"]}},
+                "fact_checker": {"tools": {"allow": ["mcp.my-wiki.search", "mcp.my_wiki.search"]}},
+            },
+            "limits": {"mcp_my_wiki_search": 1},
+        }
+    )
+    manager = McpServers(given, {})
+    events = EventLog(tmp_path / "events.jsonl")
+    seen: dict[str, dict[str, tuple[str, int]]] = {}
+    try:
+        for stage in ("researcher", "fact_checker"):
+            tools, missing = await manager.open_for(resolve_column(stage, BY_NAME[stage].tools, given), events)
+            assert missing == {}
+            seen[stage] = {t.name: (t.canonical, t.default_limit) for t in tools}
+    finally:
+        await manager.aclose()
+    assert seen["researcher"] == {"mcp_my_wiki_search": ("mcp.my_wiki.search", 1)}
+    assert seen["fact_checker"] == {
+        "mcp_my_wiki_search": ("mcp.my_wiki.search", 1),
+        "mcp_my_wiki_search_2": ("mcp.my-wiki.search", 5),
+    }
+
+
+def test_tools_command_gives_a_tool_one_model_facing_name_in_every_stage(home: Home, http_wiki: HttpWiki) -> None:
+    servers = {"my-wiki": {"url": http_wiki.url}, "my_wiki": {"url": http_wiki.url}}
+    configure(home, servers, allow=["mcp.my_wiki.search"])
+    home.configure(agents={"fact_checker": {"tools": {"allow": ["mcp.my-wiki.search", "mcp.my_wiki.search"]}}})
+    result = home.run("tools", "--json")
+    assert result.exit_code == 0, result.stderr
+    names: dict[str, set[str]] = {}
+    for column in json.loads(result.stdout)["stages"]:
+        for tool in column["tools"]:
+            if tool["canonical"].startswith("mcp."):
+                names.setdefault(tool["name"], set()).add(tool["canonical"])
+    assert names == {"mcp_my_wiki_search": {"mcp.my-wiki.search"}, "mcp_my_wiki_search_2": {"mcp.my_wiki.search"}}
+
+
 def test_a_server_that_cannot_run_at_all_is_said_before_the_first_stage(home: Home) -> None:
     configure(home, {"wiki": {"command": ["/nonexistent/wiki-server"], "env": ["WIKI_TOKEN_UNSET"]}}, allow=["mcp.*"])
     pid = home.new("How the Falcon index is rebuilt")

@@ -393,6 +393,10 @@ class McpServers:
         }
         self._lock = asyncio.Lock()
         self.reported: set[str] = set()
+        # Canonical name -> model-facing name, fixed for the whole run when a tool is first
+        # listed (servers in config order). Per stage, `my-wiki` and `my_wiki` could swap
+        # `mcp_my_wiki_search`, and a limit or an event keyed by it would name another tool.
+        self.model_names: dict[str, str] = {}
 
     def precheck(self, columns: list[Column], events: EventSink) -> None:
         """Before the first stage: the servers these columns may use that cannot run at all
@@ -437,7 +441,7 @@ class McpServers:
                     events.emit(EventKind.NOTE, None, message=message)
         self._note_unknown_names(column, events)
         missing = {f"mcp.{name}.*": f"mcp server {name!r} is not available: {why}" for name, why in failures.items()}
-        return self.tools_for(column, set(CANONICAL)), missing
+        return self.tools_for(column), missing
 
     def _note_unknown_names(self, column: Column, events: EventSink) -> None:
         """A name in allow (not a pattern) that its server turned out not to have: said once."""
@@ -460,16 +464,26 @@ class McpServers:
         """Start the named servers not started yet (together); returns the failures."""
         async with self._lock:
             await asyncio.gather(*(self.servers[n].start() for n in names if n in self.servers))
+            self._name_tools()
         return {n: self.servers[n].error or "" for n in names if n in self.servers and self.servers[n].error}
 
-    def tools_for(self, column: Column, taken: set[str]) -> list[Tool]:
+    def _name_tools(self) -> None:
+        """Give each listed tool not named yet its model-facing name, servers in config order."""
+        taken = {*CANONICAL, *self.model_names.values()}
+        for server in self.servers.values():
+            for remote in server.tools:
+                if remote.canonical not in self.model_names:
+                    name = mcp_model_name(server.name, remote.name, taken)
+                    self.model_names[remote.canonical] = name
+                    taken.add(name)
+
+    def tools_for(self, column: Column) -> list[Tool]:
         """The MCP tools of the started servers that the column admits, as Tools."""
         offered: list[Tool] = []
         for server in self.servers.values():
             for remote in server.tools:
                 if column.admits(remote.canonical):
-                    name = mcp_model_name(server.name, remote.name, taken)
-                    taken.add(name)
+                    name = self.model_names[remote.canonical]
                     offered.append(_as_tool(server, remote, name, self.settings))
         return offered
 
