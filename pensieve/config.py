@@ -375,7 +375,7 @@ class Settings(_Section):
     @model_validator(mode="after")
     def _known_servers(self) -> Settings:
         """agents.<stage>.tools and MCP names in limits must name something that exists."""
-        from pensieve.tool_matrix import check_pattern
+        from pensieve.tool_matrix import check_model_name, check_pattern
 
         servers = list(self.mcp.servers)
         for stage, agent in self.agents.items():
@@ -387,6 +387,8 @@ class Settings(_Section):
         for key in self.limits:
             if key.startswith("mcp."):
                 check_pattern(key, servers, f"limits.{key}")
+            elif key.startswith("mcp_"):
+                check_model_name(key, servers, f"limits.{key}")
         return self
 
     def model_for(self, stage: str) -> str | None:

@@ -95,6 +95,23 @@ def test_allow_adds_deny_removes_and_deny_wins() -> None:
         ({"agents": {"reviser": {"tools": {"permit": []}}}}, "agents.reviser.tools.permit: unknown key"),
         ({"limits": {"web.serch": 3}}, "unknown tool 'web.serch'"),
         ({"limits": {"mcp.nope.*": 3}}, "limits.mcp.nope.*: unknown MCP server 'nope'"),
+        # A server without a tool part matches no tool: said, with what was meant.
+        (
+            {"mcp": {"servers": WIKI}, "agents": {"researcher": {"tools": {"allow": ["mcp.wiki"]}}}},
+            "agents.researcher.tools.allow[0]: 'mcp.wiki' names a server, not its tools",
+        ),
+        (
+            {"mcp": {"servers": WIKI}, "agents": {"researcher": {"tools": {"deny": ["mcp.wiki."]}}}},
+            "agents.researcher.tools.deny[0]: 'mcp.wiki.' names a server, not its tools",
+        ),
+        ({"mcp": {"servers": WIKI}, "limits": {"mcp.wiki": 3}}, "limits.mcp.wiki: 'mcp.wiki' names a server"),
+        ({"mcp": {"servers": WIKI}, "limits": {"mcp.wiki": 3}}, "did you mean mcp.wiki.*?"),
+        # A model-facing name must belong to a configured server; patterns take canonical names.
+        (
+            {"mcp": {"servers": WIKI}, "limits": {"mcp_nope_search": 3}},
+            "limits.mcp_nope_search: 'mcp_nope_search' is no tool of a configured MCP server",
+        ),
+        ({"mcp": {"servers": WIKI}, "limits": {"mcp_wiki_*": 3}}, "did you mean mcp.wiki.*?"),
         ({"mcp": {"servers": {"wiki": {}}}}, "give either command"),
         ({"mcp": {"servers": {"wiki": {"command": ["x"], "url": "http://h/mcp"}}}}, "give either command"),
         ({"mcp": {"servers": {"wiki": {"url": "ftp://h/mcp"}}}}, "must start with http"),
