@@ -8,6 +8,7 @@ never read from here: they come only from the environment.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -76,6 +77,14 @@ class AgentSettings(_Section):
     tools: ToolAccess | None = None
 
 
+# What `env` and `headers_env` hold: names of environment variables, never their values.
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAMES_ONLY = (
+    "give names (letters, digits and _, not starting with a digit): "
+    "their values come from the environment, never from this file"
+)
+
+
 class McpServerSettings(_Section):
     """mcp.servers.<name>: a stdio server (`command`) or a streamable HTTP one (`url`)."""
 
@@ -88,6 +97,25 @@ class McpServerSettings(_Section):
     timeout_s: float = Field(default=30.0, gt=0)  # per call
     max_result_chars: int = Field(default=50_000, ge=100)
 
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: list[str]) -> list[str]:
+        for i, name in enumerate(value):
+            if not _ENV_NAME.match(name):
+                # Never echoed: what was written where a name belongs may well be a secret.
+                raise ValueError(f"item {i + 1} is not the name of an environment variable; {_NAMES_ONLY}")
+        return value
+
+    @field_validator("headers_env")
+    @classmethod
+    def _header_variables(cls, value: dict[str, str]) -> dict[str, str]:
+        for header, name in value.items():
+            if not _ENV_NAME.match(name):
+                raise ValueError(
+                    f"header {header[:60]!r} is not given the name of an environment variable; {_NAMES_ONLY}"
+                )
+        return value
+
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerSettings:
         if bool(self.command) == bool(self.url):
@@ -95,7 +123,9 @@ class McpServerSettings(_Section):
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise ValueError(f"url {self.url!r} must start with http:// or https://")
         if self.headers_env and self.url is None:
-            raise ValueError("headers_env is for url servers")
+            raise ValueError("headers_env is for url servers (a command server takes env)")
+        if self.env and self.command is None:
+            raise ValueError("env is for command servers (a url server takes headers_env)")
         return self
 
 

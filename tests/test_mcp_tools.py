@@ -194,6 +194,32 @@ def test_researcher_uses_a_streamable_http_server(home: Home, http_wiki: HttpWik
     assert "mcp server 'wiki': not offered, their input schemas are larger than 20,000 characters: wide" in notes
 
 
+def test_headers_env_sends_the_environments_value_and_writes_it_nowhere(home: Home, http_wiki: HttpWiki) -> None:
+    secret = "wiki-token-7f3a9c1e"
+    home.monkeypatch.setenv("WIKI_TOKEN", secret)
+    server = {"url": http_wiki.url, "headers_env": {"X-Wiki-Token": "WIKI_TOKEN"}}
+    configure(home, {"wiki": server}, allow=["mcp.wiki.search"])
+    pid = home.new("How the Falcon index is rebuilt")
+    home.model.script(
+        "researcher",
+        call("mcp_wiki_search", {"query": "falcon"}),
+        call("write_project_file", {"filename": "research_notes.md", "content": NOTES}),
+        text("Notes written."),
+    )
+    http_wiki.headers.clear()
+    result = home.run("run", pid, "--until", "researcher", "--quiet")
+    assert result.exit_code == 0, result.stderr
+    assert "Source S1" in tool_results(home)[0]
+    # Every request of the connection carried the header, with the value from the environment.
+    assert http_wiki.headers and all(h.get("x-wiki-token") == secret for h in http_wiki.headers)
+    project = home.project_dir(pid)
+    assert secret not in (project / "events.jsonl").read_text()
+    written = [p for p in home.path.rglob("*") if p.is_file()]
+    assert (project / "sources" / "S1.md") in written
+    assert not [p for p in written if secret.encode() in p.read_bytes()]
+    assert secret not in result.stdout + result.stderr
+
+
 def test_a_denied_tool_is_refused_at_dispatch_even_when_called_by_name(home: Home, http_wiki: HttpWiki) -> None:
     configure(
         home,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
@@ -93,7 +93,15 @@ class HttpWiki:
         self.socket.bind(("127.0.0.1", 0))
         port = self.socket.getsockname()[1]
         self.url = f"http://127.0.0.1:{port}/mcp"
-        app = build().streamable_http_app()
+        inner = build().streamable_http_app()
+        # The headers of every HTTP request, as the server received them (headers_env).
+        self.headers: list[dict[str, str]] = []
+
+        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            if scope["type"] == "http":
+                self.headers.append({k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]})
+            await inner(scope, receive, send)
+
         config = uvicorn.Config(app, log_level="error", lifespan="on")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
