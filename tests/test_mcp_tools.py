@@ -271,6 +271,29 @@ def test_a_server_that_fails_to_start_is_a_tool_error_and_said_before_the_stage(
     assert_no_server_left(pid_file)
 
 
+def test_a_server_that_hangs_at_start_is_said_to_and_left_no_process(home: Home, tmp_path: Path) -> None:
+    pid_file = tmp_path / "hang-start.pids"
+    configure(home, {"wiki": stdio_server(pid_file, "--hang-start")}, allow=["mcp.wiki.*"])
+    home.configure(mcp={"startup_timeout_s": 5})
+    pid = home.new("How the Falcon index is rebuilt")
+    home.model.script(
+        "researcher",
+        call("mcp_wiki_search", {"query": "falcon"}),
+        call("write_project_file", {"filename": "research_notes.md", "content": NOTES.replace(" [S1]", "")}),
+        text("Notes written."),
+    )
+    result = home.run("run", pid, "--until", "researcher")
+    assert result.exit_code == 0, result.stderr
+    # Pensieve's own timeout, not the signal it then sent ("exited with status -15").
+    said = "mcp server 'wiki' is not available: did not start within 5s (mcp.startup_timeout_s)"
+    assert said in result.stderr, result.stderr
+    assert tool_results(home)[0].startswith(f"Error: {said}")
+    # The pid file may not be written yet when a loaded machine is still importing the
+    # server; the process table (its command line names the file) is checked either way.
+    pids = [int(p) for p in pid_file.read_text().split()] if pid_file.is_file() else []
+    assert [p for p in pids if alive(p)] == [] and processes_mentioning(str(pid_file)) == []
+
+
 def test_a_server_that_crashes_mid_call_is_a_tool_error_naming_it(home: Home, tmp_path: Path) -> None:
     pid_file = tmp_path / "crash.pids"
     configure(home, {"wiki": stdio_server(pid_file)}, allow=["mcp.wiki.*"])

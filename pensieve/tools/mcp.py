@@ -226,6 +226,9 @@ class McpServer:
         if self.settings.command:
             # The server's stderr, whose last line explains a failure; closed when the task ends.
             self._errlog = tempfile.TemporaryFile()  # noqa: SIM115
+        # Asked after the fact: its TimeoutError reaches us wrapped in the transport's task
+        # group, by which time the server has been stopped (a stdio one "exited with -15").
+        startup = asyncio.timeout(self.startup_timeout_s)
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if self.settings.command:
@@ -236,16 +239,17 @@ class McpServer:
                 else:
                     streams = await stack.enter_async_context(self._http())
                 session = await stack.enter_async_context(ClientSession(*streams))
-                async with asyncio.timeout(self.startup_timeout_s):
+                async with startup:
                     await session.initialize()
                     self.tools = await self._list(session)
                 self._session = session
                 self._ready.set()
                 await self._stop.wait()
-        except TimeoutError:
-            self.error = self._why(f"did not start within {self.startup_timeout_s:g}s (mcp.startup_timeout_s)")
         except (Exception, BaseExceptionGroup) as exc:
-            self.error = self._why(self._describe(_leaf(exc)))
+            if startup.expired():
+                self.error = self._why(f"did not start within {self.startup_timeout_s:g}s (mcp.startup_timeout_s)")
+            else:
+                self.error = self._why(self._describe(_leaf(exc)))
         finally:
             self._session = None
             if self.error is None and not self._stop.is_set():

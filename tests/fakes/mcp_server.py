@@ -1,6 +1,6 @@
 """A small MCP server written with the `mcp` package, for the tests.
 
-Run as a script it serves stdio (`python -m tests.fakes.mcp_server [--fail-start]`);
+Run as a script it serves stdio (`python -m tests.fakes.mcp_server [--fail-start | --hang-start]`);
 `build()` gives the same server for streamable HTTP (the tests serve its
 `streamable_http_app()` with uvicorn on 127.0.0.1). Its tools stand for a team's wiki:
 `search` answers from a small fixed corpus; the others misbehave on purpose.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -73,6 +74,8 @@ def main() -> None:
     if "--fail-start" in sys.argv:
         print("wiki: cannot open the index", file=sys.stderr)
         sys.exit(1)
+    if "--hang-start" in sys.argv:
+        time.sleep(3600)  # never answers `initialize`; only a signal ends it
     build().run("stdio")
 
 
@@ -106,8 +109,6 @@ class HttpWiki:
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
         self.thread.start()
-        import time
-
         deadline = time.monotonic() + 30
         while not self.server.started and time.monotonic() < deadline:
             time.sleep(0.02)
