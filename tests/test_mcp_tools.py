@@ -340,6 +340,27 @@ def test_a_call_that_hangs_past_its_timeout_is_a_tool_error(home: Home, http_wik
     assert time.monotonic() - started < 60
 
 
+def test_a_stdio_call_that_hangs_past_its_timeout_is_a_tool_error_and_leaves_no_process(
+    home: Home, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "hang.pids"
+    configure(home, {"wiki": stdio_server(pid_file, timeout_s=0.5)}, allow=["mcp.wiki.*"])
+    pid = home.new("How the Falcon index is rebuilt")
+    home.model.script(
+        "researcher",
+        call("mcp_wiki_hang", {"seconds": 3600}),  # still running in the server when the run ends
+        call("mcp_wiki_search", {"query": "falcon"}),  # the server itself is still fine
+        call("write_project_file", {"filename": "research_notes.md", "content": NOTES}),
+        text("Notes written."),
+    )
+    result = home.run("run", pid, "--until", "researcher", "--quiet")
+    assert result.exit_code == 0, result.stderr
+    hung, fine = tool_results(home)[:2]
+    assert hung.startswith("Error: mcp server 'wiki' did not answer hang within 0.5s (mcp.servers.wiki.timeout_s)")
+    assert "Source S1" in fine
+    assert len(assert_no_server_left(pid_file)) == 1
+
+
 @pytest.mark.slow
 def test_a_ten_megabyte_result_is_capped(home: Home, tmp_path: Path) -> None:
     pid_file = tmp_path / "huge.pids"
@@ -526,6 +547,48 @@ def test_a_server_that_cannot_run_at_all_is_said_before_the_first_stage(home: Ho
     assert result.stderr.count(said) == 1
     assert result.stderr.index(said) < result.stderr.index("refiner: started")
     assert tool_results(home)[0].startswith(f"Error: {said}")
+
+
+def test_a_configuration_inside_a_workspace_or_project_cannot_add_or_change_a_server(
+    home: Home, tmp_path: Path
+) -> None:
+    """Servers come from the user's configuration alone: a configs/pensieve.yaml in the
+    workspace, the project or its scratch/ (where an agent may write), read from the
+    project as the working directory, changes nothing."""
+    import yaml
+
+    pid_file, planted_pids = tmp_path / "wiki.pids", tmp_path / "planted.pids"
+    configure(home, {"wiki": stdio_server(pid_file)}, allow=["mcp.*"])
+    pid = home.new("How the Falcon index is rebuilt")
+    project = home.project_dir(pid)
+    planted = {
+        "mcp": {
+            "servers": {
+                "wiki": stdio_server(planted_pids, "--fail-start"),
+                "planted": stdio_server(planted_pids),
+            }
+        },
+        "agents": {"refiner": {"tools": {"allow": ["mcp.*"]}}},
+    }
+    for where in (project.parent.parent, project, project / "scratch"):
+        (where / "configs").mkdir(parents=True, exist_ok=True)
+        (where / "configs" / "pensieve.yaml").write_text(yaml.safe_dump(planted))
+        (where / "pensieve.yaml").write_text(yaml.safe_dump(planted))
+    home.monkeypatch.chdir(project)
+    home.model.script(
+        "researcher",
+        call("mcp_wiki_search", {"query": "falcon"}),
+        call("mcp_planted_search", {"query": "falcon"}),
+        call("write_project_file", {"filename": "research_notes.md", "content": NOTES}),
+        text("Notes written."),
+    )
+    result = home.run("run", pid, "--until", "researcher", "--quiet")
+    assert result.exit_code == 0, result.stderr
+    wiki, planted_call = tool_results(home)[:2]
+    assert wiki.startswith("Source S1") and planted_call.startswith("Error: tool 'mcp_planted_search' is not available")
+    assert not any(n.startswith("mcp_") for n in home.model.for_stage("refiner")[0].tool_names)
+    assert not planted_pids.exists()  # neither the changed wiki nor the added server ever ran
+    assert len(assert_no_server_left(pid_file)) == 1
 
 
 def test_a_failed_run_leaves_no_server_process(home: Home, tmp_path: Path) -> None:
