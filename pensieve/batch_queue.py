@@ -450,7 +450,11 @@ class Worker:
             try:
                 with project.run_lock():
                     runner = Runner(project, settings, options, self._reporter(project.id), env)
-                    result = self._run(project.id, runner.run(selected))
+                    try:
+                        result = self._run(project.id, runner.run(selected))
+                    finally:
+                        if runner.mcp is not None:
+                            runner.mcp.kill_leftovers()  # whatever the loop could not close (no orphans)
                 break
             except ProjectBusy as exc:
                 self._park_if_stopping()

@@ -28,7 +28,7 @@ def _rows(settings: Settings, stage_names: list[str], environ: dict[str, str]) -
 
     from pensieve.agent import tool_cap
     from pensieve.stages import BY_NAME
-    from pensieve.tool_matrix import CANONICAL, resolve_column
+    from pensieve.tool_matrix import resolve_column
     from pensieve.tools import catalog
 
     columns = [resolve_column(name, BY_NAME[name].tools, settings) for name in stage_names]
@@ -48,7 +48,7 @@ def _rows(settings: Settings, stage_names: list[str], environ: dict[str, str]) -
                 server = manager.servers[name]
                 servers[name] = {"ok": server.error is None, "error": server.error, "tools": len(server.tools)}
             for column in columns:
-                for found in manager.tools_for(column, set(CANONICAL)):
+                for found in manager.tools_for(column):
                     mcp_tools[column.stage].append(
                         _entry(found.canonical, found.name, found.origin, found.default_limit)
                     )

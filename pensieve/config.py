@@ -8,6 +8,7 @@ never read from here: they come only from the environment.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -77,6 +78,14 @@ class AgentSettings(_Section):
     tools: ToolAccess | None = None
 
 
+# What `env` and `headers_env` hold: names of environment variables, never their values.
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAMES_ONLY = (
+    "give names (letters, digits and _, not starting with a digit): "
+    "their values come from the environment, never from this file"
+)
+
+
 class McpServerSettings(_Section):
     """mcp.servers.<name>: a stdio server (`command`) or a streamable HTTP one (`url`)."""
 
@@ -89,6 +98,25 @@ class McpServerSettings(_Section):
     timeout_s: float = Field(default=30.0, gt=0)  # per call
     max_result_chars: int = Field(default=50_000, ge=100)
 
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: list[str]) -> list[str]:
+        for i, name in enumerate(value):
+            if not _ENV_NAME.match(name):
+                # Never echoed: what was written where a name belongs may well be a secret.
+                raise ValueError(f"item {i + 1} is not the name of an environment variable; {_NAMES_ONLY}")
+        return value
+
+    @field_validator("headers_env")
+    @classmethod
+    def _header_variables(cls, value: dict[str, str]) -> dict[str, str]:
+        for header, name in value.items():
+            if not _ENV_NAME.match(name):
+                raise ValueError(
+                    f"header {header[:60]!r} is not given the name of an environment variable; {_NAMES_ONLY}"
+                )
+        return value
+
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerSettings:
         if bool(self.command) == bool(self.url):
@@ -96,7 +124,9 @@ class McpServerSettings(_Section):
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise ValueError(f"url {self.url!r} must start with http:// or https://")
         if self.headers_env and self.url is None:
-            raise ValueError("headers_env is for url servers")
+            raise ValueError("headers_env is for url servers (a command server takes env)")
+        if self.env and self.command is None:
+            raise ValueError("env is for command servers (a url server takes headers_env)")
         return self
 
 
@@ -404,7 +434,7 @@ class Settings(_Section):
     @model_validator(mode="after")
     def _known_servers(self) -> Settings:
         """agents.<stage>.tools and MCP names in limits must name something that exists."""
-        from pensieve.tool_matrix import check_pattern
+        from pensieve.tool_matrix import check_model_name, check_pattern
 
         servers = list(self.mcp.servers)
         for stage, agent in self.agents.items():
@@ -416,6 +446,8 @@ class Settings(_Section):
         for key in self.limits:
             if key.startswith("mcp."):
                 check_pattern(key, servers, f"limits.{key}")
+            elif key.startswith("mcp_"):
+                check_model_name(key, servers, f"limits.{key}")
         return self
 
     def model_for(self, stage: str) -> str | None:

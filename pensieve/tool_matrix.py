@@ -86,11 +86,29 @@ def pattern_builtins(pattern: str) -> list[str]:
     return [c for c in MODEL_FACING if fnmatchcase(c, canonical)]
 
 
+def _names_mcp_tools(pattern: str, servers: list[str]) -> bool:
+    """Whether an `mcp.` name or pattern can match a tool of its servers: `mcp.wiki` or
+    `mcp.wiki.` names the server alone, and no tool's canonical name is that."""
+    _server, dot, tool = pattern.removeprefix(MCP_PREFIX).partition(".")
+    if dot and tool:
+        return True
+    return any(fnmatchcase(mcp_canonical(s, _ANY), pattern) for s in servers)  # "mcp.*", "mcp.w*"
+
+
 def check_pattern(pattern: str, servers: Iterable[str], key: str) -> None:
     """Raise ValueError naming `key` if the pattern can match no tool at all."""
     if not isinstance(pattern, str) or not pattern.strip():
         raise ValueError(f"{key}: an empty tool name")
-    if pattern_builtins(pattern) or pattern_servers(pattern, servers):
+    if pattern_builtins(pattern):
+        return
+    hits = pattern_servers(pattern, servers)
+    if hits and pattern.startswith(MCP_PREFIX) and not _names_mcp_tools(pattern, hits):
+        wanted = pattern.rstrip(".")
+        raise ValueError(
+            f"{key}: {pattern!r} names a server, not its tools (mcp.<server>.<tool> or a pattern); "
+            f"did you mean {wanted}.*?"
+        )
+    if hits:
         return
     if pattern.startswith(MCP_PREFIX):
         server = pattern.split(".", 2)[1] if pattern.count(".") >= 1 else ""
@@ -99,6 +117,23 @@ def check_pattern(pattern: str, servers: Iterable[str], key: str) -> None:
             f"{key}: unknown MCP server {server!r} in {pattern!r}; configured servers (mcp.servers): {configured}"
         )
     raise ValueError(f"{key}: unknown tool {pattern!r}; tools are: {', '.join(MODEL_FACING)}, mcp.<server>.<tool>")
+
+
+def check_model_name(name: str, servers: Iterable[str], key: str) -> None:
+    """Raise ValueError naming `key` unless an `mcp_...` name can be a tool of a configured
+    server (it starts with that server's `mcp_<server>_`); patterns are for canonical names."""
+    configured = list(servers)
+    if is_pattern(name):
+        hint = next((mcp_canonical(s, "*") for s in configured if name.startswith(mcp_model_name(s, ""))), "")
+        raise ValueError(
+            f"{key}: a pattern matches canonical names (mcp.<server>.<tool>), not {name!r}"
+            + (f"; did you mean {hint}?" if hint else "")
+        )
+    if not any(name.startswith(mcp_model_name(s, "")) for s in configured):
+        raise ValueError(
+            f"{key}: {name!r} is no tool of a configured MCP server (model-facing names start "
+            f"mcp_<server>_); configured servers (mcp.servers): {', '.join(configured) or 'none'}"
+        )
 
 
 @dataclass(frozen=True)

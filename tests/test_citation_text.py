@@ -142,6 +142,29 @@ def test_a_url_that_redirected_to_an_archived_page_counts_as_fetched() -> None:
     assert [p.kind for p in problems] == ["unfetched_url"]
 
 
+def test_mcp_urls_in_a_reference_list_are_checked_like_web_urls() -> None:
+    wiki = CitedSource(
+        "S3",
+        "mcp://wiki/search?query=falcon",
+        "mcp://wiki/search?query=falcon",
+        "search (wiki)",
+        "2026-11-22T10:00:00Z",
+        "The Falcon index rebuilds nightly.",
+    )
+    sources = {**SOURCES, "S3": wiki}
+    body = "# F\n\nThe index rebuilds nightly [1]. Trees stay sorted [2].\n\n## References\n\n"
+    good = body + "1. search (wiki). mcp://wiki/search?query=falcon\n2. First page - https://a.example/one\n"
+    assert run_check({"final.md": good}, sources, 0.0).problems == []
+    # The URL of another query of the same tool: not the source's, and never archived.
+    wrong = body + "1. search (wiki). mcp://wiki/search?query=other\n2. First page - https://a.example/one\n"
+    problems = run_check({"final.md": wrong}, sources, 0.0).problems
+    assert {p.kind for p in problems} == {"unfetched_url"}
+    assert "mcp://wiki/search?query=other" in problems[0].detail
+    listed = "# D\n\nA claim [S3].\n\n## References\n\n- [S3] search (wiki) - mcp://wiki/search?query=other\n"
+    kinds = {p.kind for p in run_check({"draft_v1.md": listed}, sources, 0.0).problems}
+    assert kinds == {"unfetched_url", "reference_mismatch"}
+
+
 def test_final_reference_list_must_match_numbers() -> None:
     final = "# F\n\nOne [1]. Two [3].\n\n## References\n\n1. First page - https://a.example/one\n2. x - https://b.example/2\n"
     kinds = {p.kind for p in run_check({"final.md": final}, SOURCES, 0.0).problems}

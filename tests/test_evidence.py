@@ -69,6 +69,17 @@ def test_final_reader_numbers_map_back_to_source_ids() -> None:
     assert [s.ids for s in cited_sentences(final, numbers)] == [("S2",), ("S1", "S2")]
 
 
+def test_final_reader_numbers_map_mcp_references_back_to_source_ids() -> None:
+    final = (
+        "# T\n\nThe index is rebuilt every night [1], by the search team [2].\n\n## References\n\n"
+        "1. search (wiki): query='falcon'. (n.d.). wiki. mcp://wiki/search?query=falcon\n"
+        "2. Page one - https://a.example/\n"
+    )
+    numbers = reader_numbers(final, {"mcp://wiki/search?query=falcon": "S1", "https://a.example": "S2"})
+    assert numbers == {"1": "S1", "2": "S2"}
+    assert [s.ids for s in cited_sentences(final, numbers)] == [("S1", "S2")]
+
+
 def test_author_year_citations_map_back_to_source_ids() -> None:
     final = "# T\n\nGraphs index vectors (Malkov & Yashunin, 2018; Jégou et al., 2011). Not a citation (see below).\n"
     labels = {"Malkov & Yashunin, 2018": "S1", "Jégou et al., 2011": "S2"}

@@ -26,8 +26,9 @@ NOTES = (
     "# Research notes\n\n## Falcon index\n- The Falcon index rebuilds its HNSW graph every night [S1].\n\n"
     "## Open questions\n- How long a rebuild takes.\n\n## Sources\n- S1\n"
 )
-P1 = f'Our Falcon index is rebuilt nightly: "{WIKI_FACT}" [S1].'
-P2 = "A nightly rebuild keeps recall steady as vectors are added during the day [S1]."
+# The citation inside the sentence, as an article has it: "... at 02:00 UTC" [S1].
+P1 = f'Our Falcon index "{WIKI_FACT.removeprefix("The Falcon index ").removesuffix(".")}" [S1].'
+P2 = "The Falcon index is owned by the search team [S1]."
 
 
 @pytest.fixture(scope="module")
@@ -147,6 +148,10 @@ def test_researcher_cites_an_mcp_result_on_stdio_and_the_check_passes(home: Home
     assert report.exit_code == 0, report.stdout
     figures = json.loads(report.stdout)
     assert figures["ok"] and figures["sources"] == 1 and figures["quotes_checked"] >= 1
+    # final.md's [1] is read back to S1 through its mcp:// reference: its sentences are checked.
+    evidence = figures["evidence"]
+    assert evidence["file"] == "final.md" and evidence["cited_sentences"] >= 1, evidence
+    assert evidence["supported"] == evidence["cited_sentences"], evidence
 
     # Recorded in events.jsonl like every tool call; the server was started once and is gone.
     events = read_events(project / "events.jsonl")
@@ -187,6 +192,32 @@ def test_researcher_uses_a_streamable_http_server(home: Home, http_wiki: HttpWik
     assert "mcp_wiki_wide" not in offered
     notes = [e["message"] for e in read_events(home.project_dir(pid) / "events.jsonl") if e["kind"] == "note"]
     assert "mcp server 'wiki': not offered, their input schemas are larger than 20,000 characters: wide" in notes
+
+
+def test_headers_env_sends_the_environments_value_and_writes_it_nowhere(home: Home, http_wiki: HttpWiki) -> None:
+    secret = "wiki-token-7f3a9c1e"
+    home.monkeypatch.setenv("WIKI_TOKEN", secret)
+    server = {"url": http_wiki.url, "headers_env": {"X-Wiki-Token": "WIKI_TOKEN"}}
+    configure(home, {"wiki": server}, allow=["mcp.wiki.search"])
+    pid = home.new("How the Falcon index is rebuilt")
+    home.model.script(
+        "researcher",
+        call("mcp_wiki_search", {"query": "falcon"}),
+        call("write_project_file", {"filename": "research_notes.md", "content": NOTES}),
+        text("Notes written."),
+    )
+    http_wiki.headers.clear()
+    result = home.run("run", pid, "--until", "researcher", "--quiet")
+    assert result.exit_code == 0, result.stderr
+    assert "Source S1" in tool_results(home)[0]
+    # Every request of the connection carried the header, with the value from the environment.
+    assert http_wiki.headers and all(h.get("x-wiki-token") == secret for h in http_wiki.headers)
+    project = home.project_dir(pid)
+    assert secret not in (project / "events.jsonl").read_text()
+    written = [p for p in home.path.rglob("*") if p.is_file()]
+    assert (project / "sources" / "S1.md") in written
+    assert not [p for p in written if secret.encode() in p.read_bytes()]
+    assert secret not in result.stdout + result.stderr
 
 
 def test_a_denied_tool_is_refused_at_dispatch_even_when_called_by_name(home: Home, http_wiki: HttpWiki) -> None:
@@ -240,6 +271,29 @@ def test_a_server_that_fails_to_start_is_a_tool_error_and_said_before_the_stage(
     assert_no_server_left(pid_file)
 
 
+def test_a_server_that_hangs_at_start_is_said_to_and_left_no_process(home: Home, tmp_path: Path) -> None:
+    pid_file = tmp_path / "hang-start.pids"
+    configure(home, {"wiki": stdio_server(pid_file, "--hang-start")}, allow=["mcp.wiki.*"])
+    home.configure(mcp={"startup_timeout_s": 5})
+    pid = home.new("How the Falcon index is rebuilt")
+    home.model.script(
+        "researcher",
+        call("mcp_wiki_search", {"query": "falcon"}),
+        call("write_project_file", {"filename": "research_notes.md", "content": NOTES.replace(" [S1]", "")}),
+        text("Notes written."),
+    )
+    result = home.run("run", pid, "--until", "researcher")
+    assert result.exit_code == 0, result.stderr
+    # Pensieve's own timeout, not the signal it then sent ("exited with status -15").
+    said = "mcp server 'wiki' is not available: did not start within 5s (mcp.startup_timeout_s)"
+    assert said in result.stderr, result.stderr
+    assert tool_results(home)[0].startswith(f"Error: {said}")
+    # The pid file may not be written yet when a loaded machine is still importing the
+    # server; the process table (its command line names the file) is checked either way.
+    pids = [int(p) for p in pid_file.read_text().split()] if pid_file.is_file() else []
+    assert [p for p in pids if alive(p)] == [] and processes_mentioning(str(pid_file)) == []
+
+
 def test_a_server_that_crashes_mid_call_is_a_tool_error_naming_it(home: Home, tmp_path: Path) -> None:
     pid_file = tmp_path / "crash.pids"
     configure(home, {"wiki": stdio_server(pid_file)}, allow=["mcp.wiki.*"])
@@ -284,6 +338,27 @@ def test_a_call_that_hangs_past_its_timeout_is_a_tool_error(home: Home, http_wik
     assert hung.startswith("Error: mcp server 'wiki' did not answer hang within 0.5s (mcp.servers.wiki.timeout_s)")
     assert "Source S1" in fine
     assert time.monotonic() - started < 60
+
+
+def test_a_stdio_call_that_hangs_past_its_timeout_is_a_tool_error_and_leaves_no_process(
+    home: Home, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "hang.pids"
+    configure(home, {"wiki": stdio_server(pid_file, timeout_s=0.5)}, allow=["mcp.wiki.*"])
+    pid = home.new("How the Falcon index is rebuilt")
+    home.model.script(
+        "researcher",
+        call("mcp_wiki_hang", {"seconds": 3600}),  # still running in the server when the run ends
+        call("mcp_wiki_search", {"query": "falcon"}),  # the server itself is still fine
+        call("write_project_file", {"filename": "research_notes.md", "content": NOTES}),
+        text("Notes written."),
+    )
+    result = home.run("run", pid, "--until", "researcher", "--quiet")
+    assert result.exit_code == 0, result.stderr
+    hung, fine = tool_results(home)[:2]
+    assert hung.startswith("Error: mcp server 'wiki' did not answer hang within 0.5s (mcp.servers.wiki.timeout_s)")
+    assert "Source S1" in fine
+    assert len(assert_no_server_left(pid_file)) == 1
 
 
 @pytest.mark.slow
@@ -407,6 +482,56 @@ def test_tools_command_starts_the_servers_to_list_their_tools_then_stops_them(
     assert len(pid_file.read_text().split()) == 1
 
 
+async def test_a_model_facing_name_means_one_tool_for_the_whole_run(tmp_path: Path, http_wiki: HttpWiki) -> None:
+    """`my-wiki` and `my_wiki` both sanitise to `mcp_my_wiki_`: the name each of their tools
+    gets is fixed when it is first listed, so every stage (and `limits`) means the same tool."""
+    from pensieve.config import Settings
+    from pensieve.events import EventLog
+    from pensieve.stages import BY_NAME
+    from pensieve.tool_matrix import resolve_column
+    from pensieve.tools.mcp import McpServers
+
+    given = Settings.model_validate(
+        {
+            "mcp": {"servers": {"my-wiki": {"url": http_wiki.url}, "my_wiki": {"url": http_wiki.url}}},
+            "agents": {
+                "researcher": {"tools": {"allow": ["mcp.my_wiki.search"]}},
+                "fact_checker": {"tools": {"allow": ["mcp.my-wiki.search", "mcp.my_wiki.search"]}},
+            },
+            "limits": {"mcp_my_wiki_search": 1},
+        }
+    )
+    manager = McpServers(given, {})
+    events = EventLog(tmp_path / "events.jsonl")
+    seen: dict[str, dict[str, tuple[str, int]]] = {}
+    try:
+        for stage in ("researcher", "fact_checker"):
+            tools, missing = await manager.open_for(resolve_column(stage, BY_NAME[stage].tools, given), events)
+            assert missing == {}
+            seen[stage] = {t.name: (t.canonical, t.default_limit) for t in tools}
+    finally:
+        await manager.aclose()
+    assert seen["researcher"] == {"mcp_my_wiki_search": ("mcp.my_wiki.search", 1)}
+    assert seen["fact_checker"] == {
+        "mcp_my_wiki_search": ("mcp.my_wiki.search", 1),
+        "mcp_my_wiki_search_2": ("mcp.my-wiki.search", 5),
+    }
+
+
+def test_tools_command_gives_a_tool_one_model_facing_name_in_every_stage(home: Home, http_wiki: HttpWiki) -> None:
+    servers = {"my-wiki": {"url": http_wiki.url}, "my_wiki": {"url": http_wiki.url}}
+    configure(home, servers, allow=["mcp.my_wiki.search"])
+    home.configure(agents={"fact_checker": {"tools": {"allow": ["mcp.my-wiki.search", "mcp.my_wiki.search"]}}})
+    result = home.run("tools", "--json")
+    assert result.exit_code == 0, result.stderr
+    names: dict[str, set[str]] = {}
+    for column in json.loads(result.stdout)["stages"]:
+        for tool in column["tools"]:
+            if tool["canonical"].startswith("mcp."):
+                names.setdefault(tool["name"], set()).add(tool["canonical"])
+    assert names == {"mcp_my_wiki_search": {"mcp.my-wiki.search"}, "mcp_my_wiki_search_2": {"mcp.my_wiki.search"}}
+
+
 def test_a_server_that_cannot_run_at_all_is_said_before_the_first_stage(home: Home) -> None:
     configure(home, {"wiki": {"command": ["/nonexistent/wiki-server"], "env": ["WIKI_TOKEN_UNSET"]}}, allow=["mcp.*"])
     pid = home.new("How the Falcon index is rebuilt")
@@ -422,6 +547,48 @@ def test_a_server_that_cannot_run_at_all_is_said_before_the_first_stage(home: Ho
     assert result.stderr.count(said) == 1
     assert result.stderr.index(said) < result.stderr.index("refiner: started")
     assert tool_results(home)[0].startswith(f"Error: {said}")
+
+
+def test_a_configuration_inside_a_workspace_or_project_cannot_add_or_change_a_server(
+    home: Home, tmp_path: Path
+) -> None:
+    """Servers come from the user's configuration alone: a configs/pensieve.yaml in the
+    workspace, the project or its scratch/ (where an agent may write), read from the
+    project as the working directory, changes nothing."""
+    import yaml
+
+    pid_file, planted_pids = tmp_path / "wiki.pids", tmp_path / "planted.pids"
+    configure(home, {"wiki": stdio_server(pid_file)}, allow=["mcp.*"])
+    pid = home.new("How the Falcon index is rebuilt")
+    project = home.project_dir(pid)
+    planted = {
+        "mcp": {
+            "servers": {
+                "wiki": stdio_server(planted_pids, "--fail-start"),
+                "planted": stdio_server(planted_pids),
+            }
+        },
+        "agents": {"refiner": {"tools": {"allow": ["mcp.*"]}}},
+    }
+    for where in (project.parent.parent, project, project / "scratch"):
+        (where / "configs").mkdir(parents=True, exist_ok=True)
+        (where / "configs" / "pensieve.yaml").write_text(yaml.safe_dump(planted))
+        (where / "pensieve.yaml").write_text(yaml.safe_dump(planted))
+    home.monkeypatch.chdir(project)
+    home.model.script(
+        "researcher",
+        call("mcp_wiki_search", {"query": "falcon"}),
+        call("mcp_planted_search", {"query": "falcon"}),
+        call("write_project_file", {"filename": "research_notes.md", "content": NOTES}),
+        text("Notes written."),
+    )
+    result = home.run("run", pid, "--until", "researcher", "--quiet")
+    assert result.exit_code == 0, result.stderr
+    wiki, planted_call = tool_results(home)[:2]
+    assert wiki.startswith("Source S1") and planted_call.startswith("Error: tool 'mcp_planted_search' is not available")
+    assert not any(n.startswith("mcp_") for n in home.model.for_stage("refiner")[0].tool_names)
+    assert not planted_pids.exists()  # neither the changed wiki nor the added server ever ran
+    assert len(assert_no_server_left(pid_file)) == 1
 
 
 def test_a_failed_run_leaves_no_server_process(home: Home, tmp_path: Path) -> None:

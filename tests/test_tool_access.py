@@ -95,11 +95,43 @@ def test_allow_adds_deny_removes_and_deny_wins() -> None:
         ({"agents": {"reviser": {"tools": {"permit": []}}}}, "agents.reviser.tools.permit: unknown key"),
         ({"limits": {"web.serch": 3}}, "unknown tool 'web.serch'"),
         ({"limits": {"mcp.nope.*": 3}}, "limits.mcp.nope.*: unknown MCP server 'nope'"),
+        # A server without a tool part matches no tool: said, with what was meant.
+        (
+            {"mcp": {"servers": WIKI}, "agents": {"researcher": {"tools": {"allow": ["mcp.wiki"]}}}},
+            "agents.researcher.tools.allow[0]: 'mcp.wiki' names a server, not its tools",
+        ),
+        (
+            {"mcp": {"servers": WIKI}, "agents": {"researcher": {"tools": {"deny": ["mcp.wiki."]}}}},
+            "agents.researcher.tools.deny[0]: 'mcp.wiki.' names a server, not its tools",
+        ),
+        ({"mcp": {"servers": WIKI}, "limits": {"mcp.wiki": 3}}, "limits.mcp.wiki: 'mcp.wiki' names a server"),
+        ({"mcp": {"servers": WIKI}, "limits": {"mcp.wiki": 3}}, "did you mean mcp.wiki.*?"),
+        # A model-facing name must belong to a configured server; patterns take canonical names.
+        (
+            {"mcp": {"servers": WIKI}, "limits": {"mcp_nope_search": 3}},
+            "limits.mcp_nope_search: 'mcp_nope_search' is no tool of a configured MCP server",
+        ),
+        ({"mcp": {"servers": WIKI}, "limits": {"mcp_wiki_*": 3}}, "did you mean mcp.wiki.*?"),
         ({"mcp": {"servers": {"wiki": {}}}}, "give either command"),
         ({"mcp": {"servers": {"wiki": {"command": ["x"], "url": "http://h/mcp"}}}}, "give either command"),
         ({"mcp": {"servers": {"wiki": {"url": "ftp://h/mcp"}}}}, "must start with http"),
         ({"mcp": {"servers": {"a.b": {"command": ["x"]}}}}, "server name 'a.b'"),
         ({"mcp": {"servers": {"wiki": {"command": ["x"], "env": {"TOKEN": "secret"}}}}}, "mcp.servers.wiki.env"),
+        # Values where names belong: refused, and never echoed (the values say hunter2).
+        (
+            {"mcp": {"servers": {"wiki": {"command": ["x"], "env": ["PATH", "TOKEN=hunter2"]}}}},
+            "mcp.servers.wiki.env: item 2 is not the name of an environment variable; give names",
+        ),
+        (
+            {"mcp": {"servers": {"wiki": {"url": "http://h/mcp", "headers_env": {"Authorization": "Bearer hunter2"}}}}},
+            "mcp.servers.wiki.headers_env: header 'Authorization' is not given the name of an environment variable",
+        ),
+        ({"mcp": {"servers": {"wiki": {"command": ["x"], "env": ["hunter2 x"]}}}}, "values come from the environment"),
+        ({"mcp": {"servers": {"wiki": {"url": "http://h/mcp", "env": ["TOKEN"]}}}}, "env is for command servers"),
+        (
+            {"mcp": {"servers": {"wiki": {"command": ["x"], "headers_env": {"Authorization": "TOKEN"}}}}},
+            "headers_env is for url servers",
+        ),
     ],
 )
 def test_bad_tool_configuration_is_an_error_naming_the_key(home: Home, data: dict[str, Any], expected: str) -> None:
@@ -108,6 +140,7 @@ def test_bad_tool_configuration_is_an_error_naming_the_key(home: Home, data: dic
     assert result.exit_code == 2
     assert expected in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+    assert "hunter2" not in result.stderr
 
 
 def test_limits_accept_model_facing_canonical_names_and_patterns() -> None:

@@ -20,9 +20,13 @@ CITE_GROUP = re.compile(r"\[((?:S\d+)(?:\s*[,;]\s*S\d+)*)\]")
 SOURCE_ID = re.compile(r"S\d+")
 # Reader-facing citations: [1], [2, 3]; not links ([1](...)) and not years like [2024].
 NUMBER_GROUP = re.compile(r"\[(\d{1,3}(?:\s*[,;]\s*\d{1,3})*)\](?!\()")
+# The scheme of the URL Pensieve gives an MCP result (tools/mcp.py, source_url): it is
+# archived, listed and cited like a fetched page, so the checks must read it too.
+MCP_SCHEME = "mcp"
+URL_START = rf"(?:https?|{MCP_SCHEME})://"
 # A URL written out in text; a pair of parentheses inside it is kept (Foo_(bar)), the
 # brackets or parenthesis around it are not.
-URL = re.compile(r"https?://(?:[^\s<>()\[\]\"'`]|\([^\s<>()\[\]\"'`]*\))+")
+URL = re.compile(URL_START + r"(?:[^\s<>()\[\]\"'`]|\([^\s<>()\[\]\"'`]*\))+")
 _REFERENCE_HEADING = re.compile(r"^#{1,6}\s*(references|sources|bibliography|works cited)\s*$", re.I | re.M)
 _ANY_HEADING = re.compile(r"^#{1,6}\s", re.M)
 # The Reviser's own notes section: exactly the heading reviser.md asks for ("## Revision

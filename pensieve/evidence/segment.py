@@ -16,6 +16,7 @@ from pensieve.citations.text import (
     CITE_GROUP,
     NUMBER_GROUP,
     SOURCE_ID,
+    URL_START,
     code_spans,
     normalize_citations,
     split_notes,
@@ -174,7 +175,7 @@ def article_extent(text: str) -> int:
     return end
 
 
-_REF_ENTRY = re.compile(r"^\s*(\d{1,3})[.)]\s+.*?(https?://\S+)\s*$", re.M)
+_REF_ENTRY = re.compile(rf"^\s*(\d{{1,3}})[.)]\s+.*?({URL_START}\S+)\s*$", re.M)
 
 
 def reader_numbers(text: str, url_to_id: dict[str, str]) -> dict[str, str]:

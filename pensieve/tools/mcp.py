@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 
+from pensieve.citations.text import MCP_SCHEME
 from pensieve.events import EventKind
 from pensieve.redact import scrub
 from pensieve.source_archive import SourceArchive
@@ -225,6 +226,9 @@ class McpServer:
         if self.settings.command:
             # The server's stderr, whose last line explains a failure; closed when the task ends.
             self._errlog = tempfile.TemporaryFile()  # noqa: SIM115
+        # Asked after the fact: its TimeoutError reaches us wrapped in the transport's task
+        # group, by which time the server has been stopped (a stdio one "exited with -15").
+        startup = asyncio.timeout(self.startup_timeout_s)
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if self.settings.command:
@@ -235,16 +239,17 @@ class McpServer:
                 else:
                     streams = await stack.enter_async_context(self._http())
                 session = await stack.enter_async_context(ClientSession(*streams))
-                async with asyncio.timeout(self.startup_timeout_s):
+                async with startup:
                     await session.initialize()
                     self.tools = await self._list(session)
                 self._session = session
                 self._ready.set()
                 await self._stop.wait()
-        except TimeoutError:
-            self.error = self._why(f"did not start within {self.startup_timeout_s:g}s (mcp.startup_timeout_s)")
         except (Exception, BaseExceptionGroup) as exc:
-            self.error = self._why(self._describe(_leaf(exc)))
+            if startup.expired():
+                self.error = self._why(f"did not start within {self.startup_timeout_s:g}s (mcp.startup_timeout_s)")
+            else:
+                self.error = self._why(self._describe(_leaf(exc)))
         finally:
             self._session = None
             if self.error is None and not self._stop.is_set():
@@ -392,6 +397,10 @@ class McpServers:
         }
         self._lock = asyncio.Lock()
         self.reported: set[str] = set()
+        # Canonical name -> model-facing name, fixed for the whole run when a tool is first
+        # listed (servers in config order). Per stage, `my-wiki` and `my_wiki` could swap
+        # `mcp_my_wiki_search`, and a limit or an event keyed by it would name another tool.
+        self.model_names: dict[str, str] = {}
 
     def precheck(self, columns: list[Column], events: EventSink) -> None:
         """Before the first stage: the servers these columns may use that cannot run at all
@@ -436,7 +445,7 @@ class McpServers:
                     events.emit(EventKind.NOTE, None, message=message)
         self._note_unknown_names(column, events)
         missing = {f"mcp.{name}.*": f"mcp server {name!r} is not available: {why}" for name, why in failures.items()}
-        return self.tools_for(column, set(CANONICAL)), missing
+        return self.tools_for(column), missing
 
     def _note_unknown_names(self, column: Column, events: EventSink) -> None:
         """A name in allow (not a pattern) that its server turned out not to have: said once."""
@@ -459,16 +468,26 @@ class McpServers:
         """Start the named servers not started yet (together); returns the failures."""
         async with self._lock:
             await asyncio.gather(*(self.servers[n].start() for n in names if n in self.servers))
+            self._name_tools()
         return {n: self.servers[n].error or "" for n in names if n in self.servers and self.servers[n].error}
 
-    def tools_for(self, column: Column, taken: set[str]) -> list[Tool]:
+    def _name_tools(self) -> None:
+        """Give each listed tool not named yet its model-facing name, servers in config order."""
+        taken = {*CANONICAL, *self.model_names.values()}
+        for server in self.servers.values():
+            for remote in server.tools:
+                if remote.canonical not in self.model_names:
+                    name = mcp_model_name(server.name, remote.name, taken)
+                    self.model_names[remote.canonical] = name
+                    taken.add(name)
+
+    def tools_for(self, column: Column) -> list[Tool]:
         """The MCP tools of the started servers that the column admits, as Tools."""
         offered: list[Tool] = []
         for server in self.servers.values():
             for remote in server.tools:
                 if column.admits(remote.canonical):
-                    name = mcp_model_name(server.name, remote.name, taken)
-                    taken.add(name)
+                    name = self.model_names[remote.canonical]
                     offered.append(_as_tool(server, remote, name, self.settings))
         return offered
 
@@ -550,7 +569,7 @@ def source_url(server: str, tool: str, arguments: Mapping[str, Any]) -> str:
         for k, v in arguments.items()
     )
     query = urlencode(pairs, quote_via=quote)
-    return f"mcp://{quote(server)}/{quote(tool)}" + (f"?{query}" if query else "")
+    return f"{MCP_SCHEME}://{quote(server)}/{quote(tool)}" + (f"?{query}" if query else "")
 
 
 async def _call(ctx: ToolContext, server: McpServer, remote: RemoteTool, arguments: dict[str, Any]) -> str:

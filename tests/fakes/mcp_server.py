@@ -1,6 +1,6 @@
 """A small MCP server written with the `mcp` package, for the tests.
 
-Run as a script it serves stdio (`python -m tests.fakes.mcp_server [--fail-start]`);
+Run as a script it serves stdio (`python -m tests.fakes.mcp_server [--fail-start | --hang-start]`);
 `build()` gives the same server for streamable HTTP (the tests serve its
 `streamable_http_app()` with uvicorn on 127.0.0.1). Its tools stand for a team's wiki:
 `search` answers from a small fixed corpus; the others misbehave on purpose.
@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from typing import Annotated
+import time
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
@@ -73,6 +74,8 @@ def main() -> None:
     if "--fail-start" in sys.argv:
         print("wiki: cannot open the index", file=sys.stderr)
         sys.exit(1)
+    if "--hang-start" in sys.argv:
+        time.sleep(3600)  # never answers `initialize`; only a signal ends it
     build().run("stdio")
 
 
@@ -93,13 +96,19 @@ class HttpWiki:
         self.socket.bind(("127.0.0.1", 0))
         port = self.socket.getsockname()[1]
         self.url = f"http://127.0.0.1:{port}/mcp"
-        app = build().streamable_http_app()
+        inner = build().streamable_http_app()
+        # The headers of every HTTP request, as the server received them (headers_env).
+        self.headers: list[dict[str, str]] = []
+
+        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            if scope["type"] == "http":
+                self.headers.append({k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]})
+            await inner(scope, receive, send)
+
         config = uvicorn.Config(app, log_level="error", lifespan="on")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
         self.thread.start()
-        import time
-
         deadline = time.monotonic() + 30
         while not self.server.started and time.monotonic() < deadline:
             time.sleep(0.02)
