@@ -102,7 +102,7 @@ class McpServerSettings(_Section):
     @classmethod
     def _env_names(cls, value: list[str]) -> list[str]:
         for i, name in enumerate(value):
-            if not _ENV_NAME.match(name):
+            if not _ENV_NAME.fullmatch(name):
                 # Never echoed: what was written where a name belongs may well be a secret.
                 raise ValueError(f"item {i + 1} is not the name of an environment variable; {_NAMES_ONLY}")
         return value
@@ -111,7 +111,7 @@ class McpServerSettings(_Section):
     @classmethod
     def _header_variables(cls, value: dict[str, str]) -> dict[str, str]:
         for header, name in value.items():
-            if not _ENV_NAME.match(name):
+            if not _ENV_NAME.fullmatch(name):
                 raise ValueError(
                     f"header {header[:60]!r} is not given the name of an environment variable; {_NAMES_ONLY}"
                 )
@@ -143,7 +143,7 @@ class McpSettings(_Section):
         from pensieve.tool_matrix import SERVER_NAME
 
         for name in value:
-            if not SERVER_NAME.match(name):
+            if not SERVER_NAME.fullmatch(name):
                 raise ValueError(f"server name {name!r}: use letters, digits, '-' and '_' (at most 32)")
         return value
 

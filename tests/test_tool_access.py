@@ -132,6 +132,9 @@ def test_allow_adds_deny_removes_and_deny_wins() -> None:
             {"mcp": {"servers": {"wiki": {"command": ["x"], "headers_env": {"Authorization": "TOKEN"}}}}},
             "headers_env is for url servers",
         ),
+        # `$` matches before a final newline: names are matched whole.
+        ({"mcp": {"servers": {"wiki\n": {"command": ["x"]}}}}, "server name 'wiki\\n'"),
+        ({"mcp": {"servers": {"wiki": {"command": ["x"], "env": ["TOKEN\n"]}}}}, "item 1 is not the name"),
     ],
 )
 def test_bad_tool_configuration_is_an_error_naming_the_key(home: Home, data: dict[str, Any], expected: str) -> None:
