@@ -254,7 +254,9 @@ def status(
             markup=False,
         )
     if as_json:
-        print_json(doc.model_dump(mode="json"))
+        from pensieve.status import status_json
+
+        print_json(status_json(project, doc))
         return
     from pensieve.project_list import effective_status
     from pensieve.stages import Artifact

@@ -252,6 +252,13 @@ def test_unsupported_final_sends_the_polisher_back_once_then_stays(web_home: Hom
         'it from the top [1]." (14 is not in S1)'
     ]
     assert "evidence: 50% supported (1/2 cited sentences, final.md)" in web_home.run("status", pid).stdout
+    shown_status = json.loads(web_home.run("status", pid, "--json").stdout)
+    assert shown_status["evidence"] == {
+        "artifact": "final.md",
+        "current": True,
+        "summary": {"cited_sentences": 2, "supported": 1, "weak": 0, "unsupported": 1, "supported_share": 0.5},
+    }
+    assert shown_status["id"] == pid and shown_status["problems"] == doc["problems"]  # the other keys as they were
     (row,) = json.loads(web_home.run("list", "--json").stdout)
     assert row["supported_share"] == 0.5
     assert "50%" in web_home.run("list").stdout

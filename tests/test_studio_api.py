@@ -187,6 +187,22 @@ def test_status_is_the_status_command(home: Home, p1: Path) -> None:
     assert view["state"] == "complete" and view["running_pid"] is None and view["stale"] == {}
 
 
+def test_status_json_carries_the_evidence_and_missing_artifacts_as_the_command_does(home: Home, p1: Path) -> None:
+    write_evidence(
+        p1, "final.md", [sentence(0, "HNSW builds a layered graph [1].", "S1", "weak", "HNSW builds graphs.")]
+    )
+    (p1 / "outline.md").unlink()  # its stage is shown pending, as the next run will see it
+    shown = home.run("status", "p1", "--json")
+    answered = client().get("/api/projects/p1").json()
+    assert answered == json.loads(shown.stdout)
+    assert answered["evidence"] == {
+        "artifact": "final.md",
+        "current": True,
+        "summary": {"cited_sentences": 1, "supported": 0, "weak": 1, "unsupported": 0, "supported_share": 0.0},
+    }
+    assert answered["stages"]["outliner"]["status"] == "pending"
+
+
 def test_traversal_and_reserved_files_are_refused(home: Home, p1: Path) -> None:
     (home.path / "secret.md").write_text("TOP SECRET")
     c = client()

@@ -91,6 +91,12 @@ class StoredSummary:
         share = self.summary.get("supported_share")
         return float(share) if isinstance(share, int | float) else None
 
+    def as_json(self) -> dict[str, Any]:
+        """The `evidence` object of `status --json`: the artifact, whether its evidence is
+        current (False: the file changed since), and the summary's counts and share."""
+        keys = ("cited_sentences", *VERDICTS, "supported_share")
+        return {"artifact": self.artifact, "current": self.current, "summary": {k: self.summary.get(k) for k in keys}}
+
 
 def artifact_entry(project_dir: Path, name: str, data: dict[str, Any] | None) -> tuple[dict[str, Any] | None, bool]:
     """An artifact's entry in the evidence document `data`, and whether it is current: computed

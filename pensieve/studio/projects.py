@@ -20,6 +20,7 @@ from pensieve.hashing import sha256_of_bytes
 from pensieve.project_list import lock_holder, summarize_projects
 from pensieve.stages import STAGES, Artifact
 from pensieve.status import Status, load_status
+from pensieve.status import status_json as status_object
 from pensieve.workspace import HISTORY_DIR, REJECTED_DIR, Project, Workspace, atomic_write_text, check_name
 
 EDITABLE: tuple[str, ...] = tuple(a.value for a in Artifact)
@@ -141,13 +142,16 @@ class ProjectView:
 
 
 def status_json(project: Project) -> dict[str, Any]:
-    """The object of `pensieve status ID --json`."""
-    from pensieve.errors import CorruptState
+    """The object of `pensieve status ID --json`, made the same way (a deleted artifact's
+    stage shown pending, as the next run will see it; nothing saved)."""
+    from pensieve.staleness import demote_missing
 
     try:
-        return load_status(project.status_path, keep_copy=False).model_dump(mode="json")
+        status = load_status(project.status_path, keep_copy=False)
     except CorruptState as exc:
         raise Conflict(str(exc)) from None
+    demote_missing(project, status)
+    return status_object(project, status)
 
 
 def view(project: Project) -> ProjectView:
