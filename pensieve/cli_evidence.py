@@ -14,6 +14,7 @@ from pensieve.errors import UsageError
 from pensieve.json_text import print_json
 
 if TYPE_CHECKING:
+    from pensieve.citations.summary import Problem
     from pensieve.config import Settings
     from pensieve.workspace import Project
 
@@ -44,15 +45,34 @@ def evidence_for_check(project: Project, settings: Settings) -> dict[str, Any] |
     return {"file": name, "summary": entry["summary"], "sentences": entry["sentences"]}
 
 
-def print_check_evidence(evidence: dict[str, Any] | None, min_share: float) -> bool:
-    """Print the evidence lines of `pensieve check`; returns whether the share meets the bar."""
+def share_problem(evidence: dict[str, Any] | None, min_share: float) -> Problem | None:
+    """The article's supported share below check.min_supported_share, as a problem of the
+    check (None: the bar is met, or there is nothing to measure)."""
+    from pensieve.citations.summary import Problem
+
     if evidence is None:
-        return True
+        return None
+    summary = evidence["summary"]
+    share = summary.get("supported_share")
+    if share is None or share >= min_share:
+        return None
+    return Problem(
+        evidence["file"],
+        "low_supported_share",
+        f"{summary['supported']} of {summary['cited_sentences']} cited sentences are supported by their sources "
+        f"({share:.0%}; check.min_supported_share is {min_share:.0%})",
+    )
+
+
+def print_check_evidence(evidence: dict[str, Any] | None, problem: Problem | None) -> None:
+    """Print the evidence lines of `pensieve check`, and the share's problem if any."""
+    if evidence is None:
+        return
     summary = evidence["summary"]
     share = summary.get("supported_share")
     if share is None:
         out.print(f"{evidence['file']}: no cited sentences to align with sources", markup=False)
-        return True
+        return
     out.print(
         f"{evidence['file']}: {summary['supported']}/{summary['cited_sentences']} cited sentences supported by "
         f"their sources ({share:.0%}), {summary['weak']} weak, {summary['unsupported']} unsupported",
@@ -62,12 +82,8 @@ def print_check_evidence(evidence: dict[str, Any] | None, min_share: float) -> b
         if sentence["verdict"] == "unsupported":
             findings = "; ".join(sentence.get("findings") or [])
             out.print(f"unsupported: {' '.join(sentence['text'].split())} ({findings})", markup=False)
-    if share < min_share:
-        out.print(
-            f"problem: supported share {share:.0%} is below check.min_supported_share {min_share:.0%}", markup=False
-        )
-        return False
-    return True
+    if problem is not None:
+        out.print(f"problem: {problem}", markup=False)
 
 
 def evidence(

@@ -267,8 +267,19 @@ def test_unsupported_final_sends_the_polisher_back_once_then_stays(web_home: Hom
     assert check.exit_code == 1
     assert "final.md: 1/2 cited sentences supported by their sources (50%)" in check.stdout
     assert "unsupported: HNSW builds its layered proximity graph in exactly 14 layers" in check.stdout
-    report = json.loads(web_home.run("check", pid, "--json").stdout)
+    assert "problem: final.md: low_supported_share: 1 of 2 cited sentences are supported" in check.stdout
+    checked = web_home.run("check", pid, "--json")
+    report = json.loads(checked.stdout)
     assert report["evidence"]["supported_share"] == 0.5 and len(report["evidence"]["unsupported_sentences"]) == 1
+    # The JSON says what the exit status says.
+    assert checked.exit_code == 1 and report["ok"] is False
+    assert report["problems"] == [
+        {
+            "file": "final.md",
+            "kind": "low_supported_share",
+            "detail": "1 of 2 cited sentences are supported by their sources (50%; check.min_supported_share is 90%)",
+        }
+    ]
 
     shown = web_home.run("evidence", pid)
     assert shown.exit_code == 0 and "UNSUPPORTED" in shown.stdout and "finding: 14 is not in S1" in shown.stdout
