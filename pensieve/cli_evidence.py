@@ -23,11 +23,11 @@ _MARK = {"supported": "ok", "weak": "weak", "unsupported": "UNSUPPORTED"}
 
 def latest_entry(document: dict[str, Any], project: Project) -> tuple[str, dict[str, Any]] | None:
     """The latest article on disk and its evidence entry."""
-    from pensieve.evidence.store import ALIGNED
+    from pensieve.evidence.store import ALIGNED, well_formed
 
     for name in reversed(ALIGNED):
         entry = (document.get("artifacts") or {}).get(name)
-        if project.file(name).is_file() and isinstance(entry, dict):
+        if project.file(name).is_file() and well_formed(entry):
             return name, entry
     return None
 

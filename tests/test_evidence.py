@@ -23,6 +23,7 @@ from pensieve.workspace import Project, open_workspace
 from tests.conftest import Home
 from tests.evidence_scoring import load_labels, score
 from tests.fakes.web_site import ARTICLE_FACT, FakeSite
+from tests.publish_fixtures import damaged_evidence
 from tests.test_citations import P1, P2, TYPED_REFS, article, script_clean_run, status_of, write
 
 CATEGORIES = {
@@ -287,6 +288,38 @@ def test_unsupported_final_sends_the_polisher_back_once_then_stays(web_home: Hom
     assert set(data["artifacts"]) == {"draft_v1.md", "draft_v2.md", "final.md"}
     assert web_home.run("evidence", pid, "--file", "outline.md").exit_code == 2
     assert web_home.run("evidence", "nope").exit_code == 2
+
+
+@pytest.mark.slow
+def test_a_damaged_evidence_file_is_aligned_again_never_a_traceback(web_home: Home, site: FakeSite) -> None:
+    pid = web_home.new()
+    script_clean_run(web_home, site, draft=article(P1, INVENTED, P2) + TYPED_REFS)
+    assert web_home.run("run", pid, "--until", "drafter", "--quiet").exit_code == 0
+    web_home.configure(check={"min_supported_share": 0.9})
+    path = web_home.project_dir(pid) / EVIDENCE_FILE
+    good = json.loads(path.read_text())["artifacts"]["draft_v1.md"]
+    assert good["summary"]["supported_share"] == 0.667
+    for damage, text in damaged_evidence(good, "draft_v1.md").items():
+        # Readers show no figure rather than a wrong one, and never fail.
+        path.write_text(text)
+        status = web_home.run("status", pid)
+        assert status.exit_code == 0 and "evidence:" not in status.stdout, damage
+        assert json.loads(web_home.run("status", pid, "--json").stdout)["evidence"] is None, damage
+        (row,) = json.loads(web_home.run("list", "--json").stdout)
+        assert row["supported_share"] is None, damage
+        assert web_home.run("list").exit_code == 0, damage
+        # `check` aligns the draft again: the bar still holds (a damaged file never passes it).
+        check = web_home.run("check", pid)
+        assert check.exit_code == 1 and "skipped" not in check.stderr, (damage, check.stderr)
+        assert "draft_v1.md: low_supported_share: 2 of 3 cited sentences" in check.stdout, damage
+        assert json.loads(path.read_text())["artifacts"]["draft_v1.md"] == good, damage
+        # `pensieve evidence` rebuilds it too (what its own error message used to advise).
+        path.write_text(text)
+        shown = web_home.run("evidence", pid)
+        assert shown.exit_code == 0 and "finding: 14 is not in S1" in shown.stdout, (damage, shown.stderr)
+        assert json.loads(path.read_text())["artifacts"]["draft_v1.md"] == good, damage
+        status = web_home.run("status", pid)
+        assert "evidence: 67% supported (2/3 cited sentences, draft_v1.md)" in status.stdout, damage
 
 
 @pytest.mark.parametrize(

@@ -108,14 +108,11 @@ def article_title(project: Project) -> str | None:
 def load_evidence(project: Project) -> dict[str, Any]:
     """The project's evidence document; {} when there is none or it cannot be read (a page
     shows no evidence rather than failing)."""
-    from pensieve.evidence.store import load_evidence as load_document
+    from pensieve.evidence.store import readable_evidence
 
     if project.file(EVIDENCE_FILE).is_symlink():
         return {}
-    try:
-        return load_document(project.dir) or {}
-    except CorruptState:
-        return {}
+    return readable_evidence(project.dir)
 
 
 def evidence_for(project: Project, name: str, evidence: dict[str, Any] | None = None) -> tuple[dict[str, Any], bool]:
