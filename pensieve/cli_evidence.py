@@ -32,6 +32,13 @@ def latest_entry(document: dict[str, Any], project: Project) -> tuple[str, dict[
     return None
 
 
+def one_artifact(document: dict[str, Any], name: str) -> dict[str, Any]:
+    """The evidence document cut down to one artifact's entry: the same shape as the whole
+    (version, thresholds, artifacts), so whatever reads one reads the other."""
+    entry = (document.get("artifacts") or {}).get(name)
+    return {**{k: v for k, v in document.items() if k != "artifacts"}, "artifacts": {name: entry}}
+
+
 def evidence_for_check(project: Project, settings: Settings) -> dict[str, Any] | None:
     """The article's evidence, brought up to date; None when disabled or no article yet."""
     if not settings.evidence.enabled:
@@ -118,7 +125,7 @@ def evidence(
 
     document, name = guarded(action)
     if as_json:
-        print_json(document)
+        print_json(document if file is None else one_artifact(document, file))
         return
     if name is None:
         err.print(f"{project_id} has no draft yet: evidence is computed for drafts and the final article", markup=False)

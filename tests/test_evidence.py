@@ -286,6 +286,9 @@ def test_unsupported_final_sends_the_polisher_back_once_then_stays(web_home: Hom
     assert shown.exit_code == 0 and "UNSUPPORTED" in shown.stdout and "finding: 14 is not in S1" in shown.stdout
     data = json.loads(web_home.run("evidence", pid, "--json").stdout)
     assert set(data["artifacts"]) == {"draft_v1.md", "draft_v2.md", "final.md"}
+    one = json.loads(web_home.run("evidence", pid, "--json", "--file", "draft_v1.md").stdout)
+    assert one == {**data, "artifacts": {"draft_v1.md": data["artifacts"]["draft_v1.md"]}}
+    assert one["version"] == 1 and one["thresholds"] == {"supported": 0.55, "weak": 0.4}
     assert web_home.run("evidence", pid, "--file", "outline.md").exit_code == 2
     assert web_home.run("evidence", "nope").exit_code == 2
 
