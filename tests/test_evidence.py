@@ -4,6 +4,7 @@ labelled set's floor, and the repair loop in real fake-model runs."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -13,10 +14,12 @@ import pytest
 
 from pensieve.config import Settings
 from pensieve.evidence import lexical
+from pensieve.evidence.align import Alignment, Citation
 from pensieve.evidence.hooks import align_file, current_evidence, stale_artifacts
 from pensieve.evidence.segment import cited_sentences, reader_numbers, source_sentences
 from pensieve.evidence.store import EVIDENCE_FILE, describe_share, latest_summary
 from pensieve.evidence.vectors import VECTORS_DIR
+from pensieve.llm import LLMReply
 from pensieve.source_archive import SourceArchive
 from pensieve.topics.embedder import Embedder, get_embedder
 from pensieve.workspace import Project, open_workspace
@@ -340,23 +343,102 @@ def test_judge_answers_are_parsed(reply: str, parsed: tuple[str, str] | None) ->
     assert parse_answer(reply) == parsed
 
 
+class JudgeDouble:
+    """A ModelClient (pensieve.model_client's seam) answering every question with `answer`."""
+
+    model = "judge-double"
+    context_chars = 100_000
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.asked: list[str] = []
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        temperature: float | None = None,
+        purpose: str = "agent",
+    ) -> LLMReply:
+        self.asked.append(messages[1]["content"])
+        return LLMReply(self.answer, [], 10, 5, None, self.model)
+
+
+def _doubtful(*missing: list[str]) -> Alignment:
+    """One sentence per entry of `missing`, citing S1 with an `unsupported` pair whose passage
+    lacks those numbers (as the alignment leaves it before the judge)."""
+    alignment = Alignment("draft_v1.md", "0" * 64, [], [], [])
+    for index, numbers in enumerate(missing):
+        text = f"Claim {index} with {' and '.join(numbers) or 'no number'} [S1]."
+        passage = {"text": f"A passage about claim {index}.", "start": 0, "end": 24}
+        reasons = [f"{n} is not in S1" for n in numbers] or ["the passage is about something else"]
+        citation = Citation("S1", "unsupported", 0.3, passage, missing=list(numbers), reasons=reasons)
+        alignment.sentences.append(
+            {"index": index, "text": text, "start": 0, "end": len(text), "verdict": "", "citations": [], "findings": []}
+        )
+        alignment.citations.append([citation])
+        alignment.missing_everywhere.append([f"{n} is not in S1" for n in numbers])
+    alignment.refresh()
+    return alignment
+
+
+def test_a_judges_yes_makes_the_pair_supported() -> None:
+    from pensieve.evidence.judge import judge
+
+    alignment = _doubtful([])
+    client = JudgeDouble("yes: the passage says so in other words")
+    assert asyncio.run(judge(alignment, client, 5)) == 1
+    (sentence,) = alignment.sentences
+    assert sentence["verdict"] == "supported" and sentence["findings"] == []
+    assert sentence["citations"][0]["judge"] == {"answer": "yes", "reason": "the passage says so in other words"}
+    assert alignment.entry()["summary"]["supported_share"] == 1.0
+
+
+def test_a_judges_yes_does_not_make_up_for_a_missing_number() -> None:
+    from pensieve.evidence.judge import judge
+
+    alignment = _doubtful(["14"])
+    assert asyncio.run(judge(alignment, JudgeDouble("yes: close enough"), 5)) == 1
+    (sentence,) = alignment.sentences
+    assert sentence["verdict"] == "weak" and sentence["citations"][0]["verdict"] == "weak"
+    assert sentence["findings"] == ["14 is not in S1"]
+    assert alignment.entry()["summary"]["supported"] == 0
+
+
+def test_the_judge_stops_at_max_judge_calls_and_skips_what_needs_no_judge() -> None:
+    from pensieve.evidence.judge import judge
+
+    alignment = _doubtful([], ["7"], [], [])
+    alignment.citations[0][0].verdict = "supported"  # nothing to ask
+    alignment.citations[1][0].passage = None  # nothing to show: not in the archive
+    client = JudgeDouble("no: not said")
+    assert asyncio.run(judge(alignment, client, 1)) == 1
+    assert len(client.asked) == 1 and "Claim 2" in client.asked[0] and "UNTRUSTED" in client.asked[0]
+    assert [c[0].judge for c in alignment.citations] == [None, None, {"answer": "no", "reason": "not said"}, None]
+
+
 @pytest.mark.slow
 def test_the_judge_is_asked_about_doubtful_pairs_and_counted_in_the_stage(web_home: Home, site: FakeSite) -> None:
     from tests.fakes.model_server import text
 
     pid = web_home.new()
-    script_clean_run(web_home, site, draft=article(P1, INVENTED, P2) + TYPED_REFS)
-    web_home.configure(evidence={"judge": True, "max_judge_calls": 1})
-    web_home.model.script("summary", text("no: S1 gives no number of layers"))
+    doubtful = (
+        "Product quantisation was introduced in 2011 and cuts memory by 97% [S2].",
+        "HNSW was first described by Yury Malkov in 2016 [S1].",
+    )
+    script_clean_run(web_home, site, draft=article(P1, INVENTED, P2, *doubtful) + TYPED_REFS)
+    # The judge is the fact checker's model, whatever the drafter uses.
+    web_home.configure(
+        evidence={"judge": True, "max_judge_calls": 2}, agents={"fact_checker": {"model": "openai/judge-model"}}
+    )
+    web_home.model.script("summary", text("no: S1 gives no number of layers"), text("partly: the year is not there"))
     assert web_home.run("run", pid, "--until", "drafter", "--quiet").exit_code == 0
-    judged = [
-        c
-        for s in json.loads((web_home.project_dir(pid) / EVIDENCE_FILE).read_text())["artifacts"]["draft_v1.md"][
-            "sentences"
-        ]
-        for c in s["citations"]
-        if c["judge"]
+    sentences = json.loads((web_home.project_dir(pid) / EVIDENCE_FILE).read_text())["artifacts"]["draft_v1.md"][
+        "sentences"
     ]
+    assert sum(s["verdict"] != "supported" for s in sentences) == 3  # three doubtful pairs, two asked
+    judged = [c for s in sentences for c in s["citations"] if c["judge"]]
     assert judged == [
         {
             "source": "S1",
@@ -365,13 +447,24 @@ def test_the_judge_is_asked_about_doubtful_pairs_and_counted_in_the_stage(web_ho
             "passage": judged[0]["passage"],
             "missing": ["14"],
             "judge": {"answer": "no", "reason": "S1 gives no number of layers"},
-        }
+        },
+        {
+            "source": "S2",
+            "verdict": "weak",
+            "score": judged[1]["score"],
+            "passage": judged[1]["passage"],
+            "missing": judged[1]["missing"],
+            "judge": {"answer": "partly", "reason": "the year is not there"},
+        },
     ]
     asked = web_home.model.for_stage("summary")
-    assert len(asked) == 1 and "exactly 14 layers" in asked[0].messages[1]["content"]
-    assert "UNTRUSTED" in asked[0].messages[1]["content"]
+    assert len(asked) == 2 and "exactly 14 layers" in asked[0].messages[1]["content"]
+    assert "introduced in 2011" in asked[1].messages[1]["content"]
+    assert all("UNTRUSTED" in a.messages[1]["content"] for a in asked)
+    assert [a.body["model"] for a in asked] == ["judge-model", "judge-model"]
+    assert {r.body["model"] for r in web_home.model.for_stage("drafter")} == {"gpt-4o-mini"}
     drafter = status_of(web_home, pid)["stages"]["drafter"]["usage"]
-    assert drafter["calls"] == web_home.model.count("drafter") + 1
+    assert drafter["calls"] == web_home.model.count("drafter") + 2
 
 
 @pytest.mark.slow
