@@ -40,7 +40,9 @@ CATEGORIES = {
     "related_unsupported",
     "unrelated",
 }
-F1_FLOOR = 0.80
+# Measured: precision 1.000, recall 0.964, F1 0.982 (README, Benchmarks); the target is F1 0.85.
+F1_FLOOR = 0.90
+RECALL_FLOOR = 0.90
 INVENTED = "HNSW builds its layered proximity graph in exactly 14 layers and searches it from the top [S1]."
 
 
@@ -217,6 +219,9 @@ def test_detector_stays_above_its_floor_on_the_labelled_set() -> None:
     result = score(rows)
     precision, recall, f1 = result.precision, result.recall, result.f1
     assert f1 >= F1_FLOOR, f"F1 {f1:.3f} (precision {precision:.3f}, recall {recall:.3f})"
+    # At precision 1.0 the F1 floor still allows recall 0.82; a missed unsupported claim is the
+    # costly error, so recall has a floor of its own.
+    assert recall >= RECALL_FLOOR, f"recall {recall:.3f} (precision {precision:.3f}, F1 {f1:.3f})"
 
 
 # -- in the pipeline ----------------------------------------------------------------------------
