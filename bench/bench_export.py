@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pensieve.citations.cited_sources import load_sources
 from pensieve.citations.references import numbered_for_reader
+from pensieve.evidence.store import summarize, well_formed
 from pensieve.hashing import sha256_of_bytes
 from pensieve.publish.bundle import verify_bundle
 from pensieve.publish.export import export_project
@@ -85,17 +86,11 @@ def _project(root: Path) -> Path:
                     "findings": [],
                 }
             )
-    evidence = {
-        "version": 1,
-        "generated_at": "2026-11-23T18:00:00Z",
-        "artifacts": {
-            "final.md": {
-                "artifact_sha256": sha256_of_bytes(final.encode()),
-                "summary": {"cited_sentences": len(sentences)},
-                "sentences": sentences,
-            }
-        },
-    }
+    sha256 = sha256_of_bytes(final.encode())
+    entry = {"artifact_sha256": sha256, "summary": summarize(sentences), "sentences": sentences}
+    # An entry that is not well formed is exported as no evidence: the figures would time less.
+    assert well_formed(entry)
+    evidence = {"version": 1, "generated_at": "2026-11-23T18:00:00Z", "artifacts": {"final.md": entry}}
     (project / "evidence.json").write_text(json.dumps(evidence))
     return project
 

@@ -18,6 +18,7 @@ from rich.text import Text
 from pensieve import __version__
 from pensieve.cli_batch import register as register_batch
 from pensieve.cli_evidence import evidence as evidence_command
+from pensieve.cli_evidence import print_check_evidence, share_problem
 from pensieve.cli_export import register as register_export
 from pensieve.cli_studio import studio
 from pensieve.cli_support import (
@@ -254,7 +255,9 @@ def status(
             markup=False,
         )
     if as_json:
-        print_json(doc.model_dump(mode="json"))
+        from pensieve.status import status_json
+
+        print_json(status_json(project, doc))
         return
     from pensieve.project_list import effective_status
     from pensieve.stages import Artifact
@@ -431,10 +434,12 @@ def check(
         return report, evidence, settings.check.min_supported_share
 
     report, evidence, min_supported = guarded(action)
-    share = (evidence or {}).get("summary", {}).get("supported_share")
-    evidence_ok = share is None or share >= min_supported
+    low_share = share_problem(evidence, min_supported)
     if as_json:
-        data = report.summary().model_dump(mode="json")
+        summary = report.summary()
+        if low_share is not None:  # the JSON says what the exit status says
+            summary = summary.model_copy(update={"ok": False, "problems": [*summary.problems, low_share]})
+        data = summary.model_dump(mode="json")
         if evidence is not None:
             data["evidence"] = {
                 "file": evidence["file"],
@@ -461,10 +466,8 @@ def check(
         for problem in report.problems:
             out.print(f"problem: {problem}", markup=False)
         out.print("ok: every citation checks out" if report.ok else f"{len(report.problems)} problem(s)", markup=False)
-        from pensieve.cli_evidence import print_check_evidence
-
-        print_check_evidence(evidence, min_supported)
-    if not report.ok or not evidence_ok:
+        print_check_evidence(evidence, low_share)
+    if not report.ok or low_share is not None:
         raise typer.Exit(1)
 
 

@@ -14,6 +14,7 @@ from pensieve.errors import UsageError
 from pensieve.json_text import print_json
 
 if TYPE_CHECKING:
+    from pensieve.citations.summary import Problem
     from pensieve.config import Settings
     from pensieve.workspace import Project
 
@@ -22,13 +23,20 @@ _MARK = {"supported": "ok", "weak": "weak", "unsupported": "UNSUPPORTED"}
 
 def latest_entry(document: dict[str, Any], project: Project) -> tuple[str, dict[str, Any]] | None:
     """The latest article on disk and its evidence entry."""
-    from pensieve.evidence.store import ALIGNED
+    from pensieve.evidence.store import ALIGNED, well_formed
 
     for name in reversed(ALIGNED):
         entry = (document.get("artifacts") or {}).get(name)
-        if project.file(name).is_file() and isinstance(entry, dict):
+        if project.file(name).is_file() and well_formed(entry):
             return name, entry
     return None
+
+
+def one_artifact(document: dict[str, Any], name: str) -> dict[str, Any]:
+    """The evidence document cut down to one artifact's entry: the same shape as the whole
+    (version, thresholds, artifacts), so whatever reads one reads the other."""
+    entry = (document.get("artifacts") or {}).get(name)
+    return {**{k: v for k, v in document.items() if k != "artifacts"}, "artifacts": {name: entry}}
 
 
 def evidence_for_check(project: Project, settings: Settings) -> dict[str, Any] | None:
@@ -44,15 +52,34 @@ def evidence_for_check(project: Project, settings: Settings) -> dict[str, Any] |
     return {"file": name, "summary": entry["summary"], "sentences": entry["sentences"]}
 
 
-def print_check_evidence(evidence: dict[str, Any] | None, min_share: float) -> bool:
-    """Print the evidence lines of `pensieve check`; returns whether the share meets the bar."""
+def share_problem(evidence: dict[str, Any] | None, min_share: float) -> Problem | None:
+    """The article's supported share below check.min_supported_share, as a problem of the
+    check (None: the bar is met, or there is nothing to measure)."""
+    from pensieve.citations.summary import Problem
+
     if evidence is None:
-        return True
+        return None
+    summary = evidence["summary"]
+    share = summary.get("supported_share")
+    if share is None or share >= min_share:
+        return None
+    return Problem(
+        evidence["file"],
+        "low_supported_share",
+        f"{summary['supported']} of {summary['cited_sentences']} cited sentences are supported by their sources "
+        f"({share:.0%}; check.min_supported_share is {min_share:.0%})",
+    )
+
+
+def print_check_evidence(evidence: dict[str, Any] | None, problem: Problem | None) -> None:
+    """Print the evidence lines of `pensieve check`, and the share's problem if any."""
+    if evidence is None:
+        return
     summary = evidence["summary"]
     share = summary.get("supported_share")
     if share is None:
         out.print(f"{evidence['file']}: no cited sentences to align with sources", markup=False)
-        return True
+        return
     out.print(
         f"{evidence['file']}: {summary['supported']}/{summary['cited_sentences']} cited sentences supported by "
         f"their sources ({share:.0%}), {summary['weak']} weak, {summary['unsupported']} unsupported",
@@ -62,12 +89,8 @@ def print_check_evidence(evidence: dict[str, Any] | None, min_share: float) -> b
         if sentence["verdict"] == "unsupported":
             findings = "; ".join(sentence.get("findings") or [])
             out.print(f"unsupported: {' '.join(sentence['text'].split())} ({findings})", markup=False)
-    if share < min_share:
-        out.print(
-            f"problem: supported share {share:.0%} is below check.min_supported_share {min_share:.0%}", markup=False
-        )
-        return False
-    return True
+    if problem is not None:
+        out.print(f"problem: {problem}", markup=False)
 
 
 def evidence(
@@ -102,7 +125,7 @@ def evidence(
 
     document, name = guarded(action)
     if as_json:
-        print_json(document)
+        print_json(document if file is None else one_artifact(document, file))
         return
     if name is None:
         err.print(f"{project_id} has no draft yet: evidence is computed for drafts and the final article", markup=False)

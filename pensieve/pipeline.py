@@ -30,7 +30,7 @@ from pensieve.commit import (
     staged_artifact,
 )
 from pensieve.config import Settings
-from pensieve.errors import CorruptState, PensieveError, StageFailed
+from pensieve.errors import PensieveError, StageFailed
 from pensieve.events import EventBus, EventKind, EventLog, EventSink, Subscriber
 from pensieve.finishing import ContractFailed, Finisher, unfence
 from pensieve.model_client import StageModelClient
@@ -373,12 +373,9 @@ class Runner:
 
     def _evidence_entry(self, name: str) -> dict[str, Any] | None:
         """The stored evidence of one artifact; None when there is none (or it is unreadable)."""
-        from pensieve.evidence.store import artifact_entry, load_evidence
+        from pensieve.evidence.store import artifact_entry, readable_evidence
 
-        try:
-            return artifact_entry(self.project.dir, name, load_evidence(self.project.dir))[0]
-        except CorruptState:
-            return None
+        return artifact_entry(self.project.dir, name, readable_evidence(self.project.dir))[0]
 
     def _keep_evidence_problems(self, stage: Stage) -> None:
         from pensieve.evidence.hooks import problems_of

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -104,6 +105,16 @@ class Status(BaseModel):
             if self.stages[name].status != "complete":
                 return name
         return None
+
+
+def status_json(project: Project, status: Status) -> dict[str, Any]:
+    """The object `pensieve status ID --json` prints and the studio's GET /api/projects/ID
+    answers: status.json's fields and `evidence`, the latest article's stored evidence
+    summary (None when there is none; read, never recomputed)."""
+    from pensieve.evidence.store import latest_summary
+
+    summary = latest_summary(project.dir)
+    return {**status.model_dump(mode="json"), "evidence": summary.as_json() if summary is not None else None}
 
 
 def load_status(path: Path, *, keep_copy: bool = True) -> Status:

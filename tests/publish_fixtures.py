@@ -184,3 +184,29 @@ def cited_reference(tree: lxml_html.HtmlElement, cite: lxml_html.HtmlElement) ->
     [link] = passage.xpath(".//a[@class='passage-ref']")
     assert link.text_content() == f"\u2192 reference {cite.text_content().split(']')[0][1:]}"
     return str(link.get("href").removeprefix("#"))
+
+
+def damaged_evidence(entry: dict[str, Any], name: str) -> dict[str, str]:
+    """evidence.json texts a hand edit or another program could leave instead of one holding
+    `entry` for `name`, by what is wrong with them."""
+
+    def document(**changes: Any) -> str:
+        return json.dumps({"version": 1, "artifacts": {name: {**entry, **changes}}})
+
+    first = entry["sentences"][0]
+    return {
+        "not JSON": "{not json",
+        "an empty file": "",
+        "artifacts that are not an object": json.dumps({"version": 1, "artifacts": [entry]}),
+        "no summary": json.dumps(
+            {"version": 1, "artifacts": {name: {k: v for k, v in entry.items() if k != "summary"}}}
+        ),
+        "a summary that is not an object": document(summary="2 of 3"),
+        "a share that is not a number": document(summary={**entry["summary"], "supported_share": "high"}),
+        "sentences that are not a list": document(sentences=5),
+        "a sentence without a verdict": document(sentences=[{k: v for k, v in first.items() if k != "verdict"}]),
+        "a citation that is not an object": document(sentences=[{**first, "citations": ["S1"]}]),
+        "a passage without offsets": document(
+            sentences=[{**first, "citations": [{**first["citations"][0], "passage": {"text": "x"}}]}]
+        ),
+    }

@@ -72,6 +72,8 @@ def test_status_json_is_the_status_document(home: Home) -> None:
     assert home.run("run", pid, "--until", "researcher").exit_code == 0
     result = home.run("status", pid, "--json")
     doc = json.loads(result.stdout)
+    # status.json as it is, and the evidence summary besides (none: no draft yet).
+    assert doc.pop("evidence") is None
     assert doc == json.loads((home.project_dir(pid) / "status.json").read_text())
     assert {"id", "status", "stages", "created_at", "updated_at"} <= set(doc)
     refiner = doc["stages"]["refiner"]

@@ -4,6 +4,7 @@ labelled set's floor, and the repair loop in real fake-model runs."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -13,16 +14,19 @@ import pytest
 
 from pensieve.config import Settings
 from pensieve.evidence import lexical
+from pensieve.evidence.align import Alignment, Citation
 from pensieve.evidence.hooks import align_file, current_evidence, stale_artifacts
 from pensieve.evidence.segment import cited_sentences, reader_numbers, source_sentences
 from pensieve.evidence.store import EVIDENCE_FILE, describe_share, latest_summary
 from pensieve.evidence.vectors import VECTORS_DIR
+from pensieve.llm import LLMReply
 from pensieve.source_archive import SourceArchive
 from pensieve.topics.embedder import Embedder, get_embedder
 from pensieve.workspace import Project, open_workspace
 from tests.conftest import Home
 from tests.evidence_scoring import load_labels, score
 from tests.fakes.web_site import ARTICLE_FACT, FakeSite
+from tests.publish_fixtures import damaged_evidence
 from tests.test_citations import P1, P2, TYPED_REFS, article, script_clean_run, status_of, write
 
 CATEGORIES = {
@@ -36,7 +40,9 @@ CATEGORIES = {
     "related_unsupported",
     "unrelated",
 }
-F1_FLOOR = 0.80
+# Measured: precision 1.000, recall 0.964, F1 0.982 (README, Benchmarks); the issue's target is F1 0.85.
+F1_FLOOR = 0.90
+RECALL_FLOOR = 0.90
 INVENTED = "HNSW builds its layered proximity graph in exactly 14 layers and searches it from the top [S1]."
 
 
@@ -224,6 +230,9 @@ def test_detector_stays_above_its_floor_on_the_labelled_set() -> None:
     result = score(rows)
     precision, recall, f1 = result.precision, result.recall, result.f1
     assert f1 >= F1_FLOOR, f"F1 {f1:.3f} (precision {precision:.3f}, recall {recall:.3f})"
+    # At precision 1.0 the F1 floor still allows recall 0.82; a missed unsupported claim is the
+    # costly error, so recall has a floor of its own.
+    assert recall >= RECALL_FLOOR, f"recall {recall:.3f} (precision {precision:.3f}, F1 {f1:.3f})"
 
 
 # -- in the pipeline ----------------------------------------------------------------------------
@@ -263,6 +272,13 @@ def test_unsupported_final_sends_the_polisher_back_once_then_stays(web_home: Hom
         'it from the top [1]." (14 is not in S1)'
     ]
     assert "evidence: 50% supported (1/2 cited sentences, final.md)" in web_home.run("status", pid).stdout
+    shown_status = json.loads(web_home.run("status", pid, "--json").stdout)
+    assert shown_status["evidence"] == {
+        "artifact": "final.md",
+        "current": True,
+        "summary": {"cited_sentences": 2, "supported": 1, "weak": 0, "unsupported": 1, "supported_share": 0.5},
+    }
+    assert shown_status["id"] == pid and shown_status["problems"] == doc["problems"]  # the other keys as they were
     (row,) = json.loads(web_home.run("list", "--json").stdout)
     assert row["supported_share"] == 0.5
     assert "50%" in web_home.run("list").stdout
@@ -271,15 +287,61 @@ def test_unsupported_final_sends_the_polisher_back_once_then_stays(web_home: Hom
     assert check.exit_code == 1
     assert "final.md: 1/2 cited sentences supported by their sources (50%)" in check.stdout
     assert "unsupported: HNSW builds its layered proximity graph in exactly 14 layers" in check.stdout
-    report = json.loads(web_home.run("check", pid, "--json").stdout)
+    assert "problem: final.md: low_supported_share: 1 of 2 cited sentences are supported" in check.stdout
+    checked = web_home.run("check", pid, "--json")
+    report = json.loads(checked.stdout)
     assert report["evidence"]["supported_share"] == 0.5 and len(report["evidence"]["unsupported_sentences"]) == 1
+    # The JSON says what the exit status says.
+    assert checked.exit_code == 1 and report["ok"] is False
+    assert report["problems"] == [
+        {
+            "file": "final.md",
+            "kind": "low_supported_share",
+            "detail": "1 of 2 cited sentences are supported by their sources (50%; check.min_supported_share is 90%)",
+        }
+    ]
 
     shown = web_home.run("evidence", pid)
     assert shown.exit_code == 0 and "UNSUPPORTED" in shown.stdout and "finding: 14 is not in S1" in shown.stdout
     data = json.loads(web_home.run("evidence", pid, "--json").stdout)
     assert set(data["artifacts"]) == {"draft_v1.md", "draft_v2.md", "final.md"}
+    one = json.loads(web_home.run("evidence", pid, "--json", "--file", "draft_v1.md").stdout)
+    assert one == {**data, "artifacts": {"draft_v1.md": data["artifacts"]["draft_v1.md"]}}
+    assert one["version"] == 1 and one["thresholds"] == {"supported": 0.55, "weak": 0.4}
     assert web_home.run("evidence", pid, "--file", "outline.md").exit_code == 2
     assert web_home.run("evidence", "nope").exit_code == 2
+
+
+@pytest.mark.slow
+def test_a_damaged_evidence_file_is_aligned_again_never_a_traceback(web_home: Home, site: FakeSite) -> None:
+    pid = web_home.new()
+    script_clean_run(web_home, site, draft=article(P1, INVENTED, P2) + TYPED_REFS)
+    assert web_home.run("run", pid, "--until", "drafter", "--quiet").exit_code == 0
+    web_home.configure(check={"min_supported_share": 0.9})
+    path = web_home.project_dir(pid) / EVIDENCE_FILE
+    good = json.loads(path.read_text())["artifacts"]["draft_v1.md"]
+    assert good["summary"]["supported_share"] == 0.667
+    for damage, text in damaged_evidence(good, "draft_v1.md").items():
+        # Readers show no figure rather than a wrong one, and never fail.
+        path.write_text(text)
+        status = web_home.run("status", pid)
+        assert status.exit_code == 0 and "evidence:" not in status.stdout, damage
+        assert json.loads(web_home.run("status", pid, "--json").stdout)["evidence"] is None, damage
+        (row,) = json.loads(web_home.run("list", "--json").stdout)
+        assert row["supported_share"] is None, damage
+        assert web_home.run("list").exit_code == 0, damage
+        # `check` aligns the draft again: the bar still holds (a damaged file never passes it).
+        check = web_home.run("check", pid)
+        assert check.exit_code == 1 and "skipped" not in check.stderr, (damage, check.stderr)
+        assert "draft_v1.md: low_supported_share: 2 of 3 cited sentences" in check.stdout, damage
+        assert json.loads(path.read_text())["artifacts"]["draft_v1.md"] == good, damage
+        # `pensieve evidence` rebuilds it too (what its own error message used to advise).
+        path.write_text(text)
+        shown = web_home.run("evidence", pid)
+        assert shown.exit_code == 0 and "finding: 14 is not in S1" in shown.stdout, (damage, shown.stderr)
+        assert json.loads(path.read_text())["artifacts"]["draft_v1.md"] == good, damage
+        status = web_home.run("status", pid)
+        assert "evidence: 67% supported (2/3 cited sentences, draft_v1.md)" in status.stdout, damage
 
 
 @pytest.mark.parametrize(
@@ -297,23 +359,102 @@ def test_judge_answers_are_parsed(reply: str, parsed: tuple[str, str] | None) ->
     assert parse_answer(reply) == parsed
 
 
+class JudgeDouble:
+    """A ModelClient (pensieve.model_client's seam) answering every question with `answer`."""
+
+    model = "judge-double"
+    context_chars = 100_000
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.asked: list[str] = []
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        temperature: float | None = None,
+        purpose: str = "agent",
+    ) -> LLMReply:
+        self.asked.append(messages[1]["content"])
+        return LLMReply(self.answer, [], 10, 5, None, self.model)
+
+
+def _doubtful(*missing: list[str]) -> Alignment:
+    """One sentence per entry of `missing`, citing S1 with an `unsupported` pair whose passage
+    lacks those numbers (as the alignment leaves it before the judge)."""
+    alignment = Alignment("draft_v1.md", "0" * 64, [], [], [])
+    for index, numbers in enumerate(missing):
+        text = f"Claim {index} with {' and '.join(numbers) or 'no number'} [S1]."
+        passage = {"text": f"A passage about claim {index}.", "start": 0, "end": 24}
+        reasons = [f"{n} is not in S1" for n in numbers] or ["the passage is about something else"]
+        citation = Citation("S1", "unsupported", 0.3, passage, missing=list(numbers), reasons=reasons)
+        alignment.sentences.append(
+            {"index": index, "text": text, "start": 0, "end": len(text), "verdict": "", "citations": [], "findings": []}
+        )
+        alignment.citations.append([citation])
+        alignment.missing_everywhere.append([f"{n} is not in S1" for n in numbers])
+    alignment.refresh()
+    return alignment
+
+
+def test_a_judges_yes_makes_the_pair_supported() -> None:
+    from pensieve.evidence.judge import judge
+
+    alignment = _doubtful([])
+    client = JudgeDouble("yes: the passage says so in other words")
+    assert asyncio.run(judge(alignment, client, 5)) == 1
+    (sentence,) = alignment.sentences
+    assert sentence["verdict"] == "supported" and sentence["findings"] == []
+    assert sentence["citations"][0]["judge"] == {"answer": "yes", "reason": "the passage says so in other words"}
+    assert alignment.entry()["summary"]["supported_share"] == 1.0
+
+
+def test_a_judges_yes_does_not_make_up_for_a_missing_number() -> None:
+    from pensieve.evidence.judge import judge
+
+    alignment = _doubtful(["14"])
+    assert asyncio.run(judge(alignment, JudgeDouble("yes: close enough"), 5)) == 1
+    (sentence,) = alignment.sentences
+    assert sentence["verdict"] == "weak" and sentence["citations"][0]["verdict"] == "weak"
+    assert sentence["findings"] == ["14 is not in S1"]
+    assert alignment.entry()["summary"]["supported"] == 0
+
+
+def test_the_judge_stops_at_max_judge_calls_and_skips_what_needs_no_judge() -> None:
+    from pensieve.evidence.judge import judge
+
+    alignment = _doubtful([], ["7"], [], [])
+    alignment.citations[0][0].verdict = "supported"  # nothing to ask
+    alignment.citations[1][0].passage = None  # nothing to show: not in the archive
+    client = JudgeDouble("no: not said")
+    assert asyncio.run(judge(alignment, client, 1)) == 1
+    assert len(client.asked) == 1 and "Claim 2" in client.asked[0] and "UNTRUSTED" in client.asked[0]
+    assert [c[0].judge for c in alignment.citations] == [None, None, {"answer": "no", "reason": "not said"}, None]
+
+
 @pytest.mark.slow
 def test_the_judge_is_asked_about_doubtful_pairs_and_counted_in_the_stage(web_home: Home, site: FakeSite) -> None:
     from tests.fakes.model_server import text
 
     pid = web_home.new()
-    script_clean_run(web_home, site, draft=article(P1, INVENTED, P2) + TYPED_REFS)
-    web_home.configure(evidence={"judge": True, "max_judge_calls": 1})
-    web_home.model.script("summary", text("no: S1 gives no number of layers"))
+    doubtful = (
+        "Product quantisation was introduced in 2011 and cuts memory by 97% [S2].",
+        "HNSW was first described by Yury Malkov in 2016 [S1].",
+    )
+    script_clean_run(web_home, site, draft=article(P1, INVENTED, P2, *doubtful) + TYPED_REFS)
+    # The judge is the fact checker's model, whatever the drafter uses.
+    web_home.configure(
+        evidence={"judge": True, "max_judge_calls": 2}, agents={"fact_checker": {"model": "openai/judge-model"}}
+    )
+    web_home.model.script("summary", text("no: S1 gives no number of layers"), text("partly: the year is not there"))
     assert web_home.run("run", pid, "--until", "drafter", "--quiet").exit_code == 0
-    judged = [
-        c
-        for s in json.loads((web_home.project_dir(pid) / EVIDENCE_FILE).read_text())["artifacts"]["draft_v1.md"][
-            "sentences"
-        ]
-        for c in s["citations"]
-        if c["judge"]
+    sentences = json.loads((web_home.project_dir(pid) / EVIDENCE_FILE).read_text())["artifacts"]["draft_v1.md"][
+        "sentences"
     ]
+    assert sum(s["verdict"] != "supported" for s in sentences) == 3  # three doubtful pairs, two asked
+    judged = [c for s in sentences for c in s["citations"] if c["judge"]]
     assert judged == [
         {
             "source": "S1",
@@ -322,13 +463,24 @@ def test_the_judge_is_asked_about_doubtful_pairs_and_counted_in_the_stage(web_ho
             "passage": judged[0]["passage"],
             "missing": ["14"],
             "judge": {"answer": "no", "reason": "S1 gives no number of layers"},
-        }
+        },
+        {
+            "source": "S2",
+            "verdict": "weak",
+            "score": judged[1]["score"],
+            "passage": judged[1]["passage"],
+            "missing": judged[1]["missing"],
+            "judge": {"answer": "partly", "reason": "the year is not there"},
+        },
     ]
     asked = web_home.model.for_stage("summary")
-    assert len(asked) == 1 and "exactly 14 layers" in asked[0].messages[1]["content"]
-    assert "UNTRUSTED" in asked[0].messages[1]["content"]
+    assert len(asked) == 2 and "exactly 14 layers" in asked[0].messages[1]["content"]
+    assert "introduced in 2011" in asked[1].messages[1]["content"]
+    assert all("UNTRUSTED" in a.messages[1]["content"] for a in asked)
+    assert [a.body["model"] for a in asked] == ["judge-model", "judge-model"]
+    assert {r.body["model"] for r in web_home.model.for_stage("drafter")} == {"gpt-4o-mini"}
     drafter = status_of(web_home, pid)["stages"]["drafter"]["usage"]
-    assert drafter["calls"] == web_home.model.count("drafter") + 1
+    assert drafter["calls"] == web_home.model.count("drafter") + 2
 
 
 @pytest.mark.slow

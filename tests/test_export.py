@@ -130,6 +130,19 @@ def test_html_marks_unsupported_and_stale_evidence(home: Home, project: Path) ->
     assert not tree.xpath("//*[contains(@class, 'passage')]") and not tree.xpath("//*[@class='meta evidence-summary']")
 
 
+def test_a_damaged_evidence_entry_is_said_and_shows_no_verdict(home: Home, project: Path) -> None:
+    from tests.publish_fixtures import damaged_evidence
+
+    entry = write_evidence(project, verdicts={"S3": "unsupported"})["artifacts"]["final.md"]
+    for damage, text in damaged_evidence(entry, "final.md").items():
+        (project / "evidence.json").write_text(text)
+        result = home.run("export", PROJECT)
+        assert result.exit_code == 0, (damage, result.stderr)
+        assert "cannot be read" in result.stderr or "is damaged" in result.stderr, damage
+        tree = lxml_html.fromstring(Path(result.stdout.strip()).read_text(encoding="utf-8"))
+        assert {c.get("data-verdict") for c in tree.xpath("//a[@data-verdict]")} == {"unchecked"}, damage
+
+
 def test_docx_export(home: Home, project: Path) -> None:
     write_evidence(project, verdicts={"S3": "unsupported"})
     path = _export(home, "--format", "docx")

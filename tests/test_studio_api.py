@@ -244,6 +244,37 @@ def test_status_is_the_status_command(home: Home, p1: Path) -> None:
     assert view["state"] == "complete" and view["running_pid"] is None and view["stale"] == {}
 
 
+def test_status_json_carries_the_evidence_and_missing_artifacts_as_the_command_does(home: Home, p1: Path) -> None:
+    write_evidence(
+        p1, "final.md", [sentence(0, "HNSW builds a layered graph [1].", "S1", "weak", "HNSW builds graphs.")]
+    )
+    (p1 / "outline.md").unlink()  # its stage is shown pending, as the next run will see it
+    shown = home.run("status", "p1", "--json")
+    answered = client().get("/api/projects/p1").json()
+    assert answered == json.loads(shown.stdout)
+    assert answered["evidence"] == {
+        "artifact": "final.md",
+        "current": True,
+        "summary": {"cited_sentences": 1, "supported": 0, "weak": 1, "unsupported": 0, "supported_share": 0.0},
+    }
+    assert answered["stages"]["outliner"]["status"] == "pending"
+
+
+def test_a_damaged_evidence_file_never_breaks_a_page(p1: Path) -> None:
+    from tests.publish_fixtures import damaged_evidence
+
+    write_evidence(p1, "final.md", [sentence(0, "HNSW builds a layered graph [1].", "S1", "supported", "HNSW builds.")])
+    entry = json.loads((p1 / "evidence.json").read_text())["artifacts"]["final.md"]
+    c = client()
+    for damage, text in damaged_evidence(entry, "final.md").items():
+        (p1 / "evidence.json").write_text(text)
+        assert c.get("/api/projects/p1").json()["evidence"] is None, damage
+        assert c.get("/api/projects?detail=1").json()[0]["supported_share"] is None, damage
+        for path in ("/", "/projects/p1", "/projects/p1/read", "/projects/p1/sources", "/projects/p1/sources/S1"):
+            assert c.get(path).status_code == 200, (damage, path)
+        assert c.get("/api/projects/p1/sources").json()[0]["id"] == "S1", damage
+
+
 def test_traversal_and_reserved_files_are_refused(home: Home, p1: Path) -> None:
     (home.path / "secret.md").write_text("TOP SECRET")
     c = client()

@@ -15,7 +15,7 @@ from typing import Any
 from pensieve.config import Settings
 from pensieve.evidence.align import Alignment, SourceText, Thresholds, align_text
 from pensieve.evidence.segment import reader_numbers
-from pensieve.evidence.store import ALIGNED, load_evidence, save_entry, text_sha256
+from pensieve.evidence.store import ALIGNED, VERSION, artifact_entry, readable_evidence, save_entry
 from pensieve.evidence.vectors import VECTORS_DIR, VectorCache
 from pensieve.front_matter import split_front_matter
 from pensieve.topics.embedder import Embedder, get_embedder
@@ -93,41 +93,23 @@ def store(project: Project, alignment: Alignment, settings: Settings) -> None:
 def current_evidence(
     project: Project, settings: Settings, embedder: Callable[[], Embedder] = get_embedder
 ) -> dict[str, Any]:
-    """evidence.json with every aligned artifact on disk up to date (stale entries redone)."""
-    data = load_evidence(project.dir) or {}
-    stored = data.get("artifacts", {})
-    sources = None
-    cache = VectorCache(project.dir / VECTORS_DIR, embedder)
-    for name in ALIGNED:
-        path = project.file(name)
-        if not path.is_file():
-            continue
-        entry = stored.get(name)
-        text = path.read_text(encoding="utf-8", errors="replace")
-        if isinstance(entry, dict) and entry.get("artifact_sha256") == text_sha256(text):
-            continue
-        sources = sources or load_source_texts(project.dir)
-        align_file(project, name, settings, embedder, sources, cache)
-    return load_evidence(project.dir) or {"version": 1, "artifacts": {}}
+    """evidence.json with every aligned artifact on disk up to date: stale entries, damaged
+    ones and those of a file that cannot be read at all are aligned again (and the file
+    rewritten whole), never trusted nor reported as an error the user cannot get past."""
+    stale = stale_artifacts(project)
+    if stale:
+        sources = load_source_texts(project.dir)
+        cache = VectorCache(project.dir / VECTORS_DIR, embedder)
+        for name in stale:
+            align_file(project, name, settings, embedder, sources, cache)
+    return readable_evidence(project.dir) or {"version": VERSION, "artifacts": {}}
 
 
 def stale_artifacts(project: Project) -> list[str]:
-    """Aligned artifacts on disk whose evidence is missing or out of date (cheap: no model)."""
-    try:
-        data = load_evidence(project.dir) or {}
-    except Exception:
-        data = {}
-    stored = data.get("artifacts", {})
-    stale = []
-    for name in ALIGNED:
-        path = project.file(name)
-        if not path.is_file():
-            continue
-        entry = stored.get(name) if isinstance(stored, dict) else None
-        text = path.read_text(encoding="utf-8", errors="replace")
-        if not isinstance(entry, dict) or entry.get("artifact_sha256") != text_sha256(text):
-            stale.append(name)
-    return stale
+    """Aligned artifacts on disk whose evidence is missing, out of date or not well formed
+    (cheap: no model)."""
+    data = readable_evidence(project.dir)
+    return [name for name in ALIGNED if project.file(name).is_file() and not artifact_entry(project.dir, name, data)[1]]
 
 
 def unsupported_sentences(entry: dict[str, Any]) -> list[dict[str, Any]]:

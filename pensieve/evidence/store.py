@@ -8,9 +8,10 @@ is stale (its artifact_sha256 no longer matches the file) and is never shown as 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from pensieve.clock import now_iso
 from pensieve.errors import CorruptState
@@ -50,22 +51,90 @@ def load_evidence(project_dir: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(raw)
     except ValueError as exc:
-        raise CorruptState(
-            f"{path} is not valid JSON ({exc}); delete it and run `pensieve evidence` to rebuild"
-        ) from None
+        raise CorruptState(f"{path} is not valid JSON ({exc}); `pensieve evidence` rebuilds it") from None
     if not isinstance(data, dict) or not isinstance(data.get("artifacts", {}), dict):
-        raise CorruptState(f"{path} is not an evidence document; delete it and run `pensieve evidence` to rebuild")
+        raise CorruptState(f"{path} is not an evidence document; `pensieve evidence` rebuilds it")
     return data
+
+
+def readable_evidence(project_dir: Path) -> dict[str, Any]:
+    """The stored document; {} when there is none or it cannot be read (every entry is then
+    absent: recomputed by whoever aligns, no figure for whoever only reads)."""
+    try:
+        return load_evidence(project_dir) or {}
+    except CorruptState:
+        return {}
+
+
+def well_formed(entry: object) -> TypeGuard[dict[str, Any]]:
+    """Whether an artifact's entry has every field, of the type, its readers use (`evidence`,
+    `check`, `status`, `list`, the studio, the repair list). A hand edit or another program
+    may leave anything in the file: an entry that is not well formed counts as absent, so it
+    is aligned again rather than read."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("artifact_sha256"), str):
+        return False
+    summary, sentences = entry.get("summary"), entry.get("sentences")
+    return _summary_ok(summary) and isinstance(sentences, list) and all(_sentence_ok(s) for s in sentences)
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _number(value: object) -> bool:
+    # NaN and the infinities are valid in Python's JSON but are no score or share.
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _summary_ok(summary: object) -> bool:
+    if not isinstance(summary, dict) or not all(_count(summary.get(k)) for k in ("cited_sentences", *VERDICTS)):
+        return False
+    share = summary.get("supported_share")
+    return share is None or (_number(share) and 0 <= share <= 1)
+
+
+def _sentence_ok(sentence: object) -> bool:
+    if not isinstance(sentence, dict):
+        return False
+    citations, findings = sentence.get("citations"), sentence.get("findings")
+    return (
+        all(_count(sentence.get(k)) for k in ("index", "start", "end"))
+        and isinstance(sentence.get("text"), str)
+        and sentence.get("verdict") in VERDICTS
+        and isinstance(findings, list)
+        and all(isinstance(f, str) for f in findings)
+        and isinstance(citations, list)
+        and all(_citation_ok(c) for c in citations)
+    )
+
+
+def _citation_ok(citation: object) -> bool:
+    if not isinstance(citation, dict):
+        return False
+    passage, judge, missing = citation.get("passage"), citation.get("judge"), citation.get("missing", [])
+    return (
+        isinstance(citation.get("source"), str)
+        and citation.get("verdict") in VERDICTS
+        and _number(citation.get("score"))
+        and (passage is None or _passage_ok(passage))
+        and (judge is None or (isinstance(judge, dict) and isinstance(judge.get("answer"), str)))
+        and isinstance(missing, list)
+        and all(isinstance(m, str) for m in missing)
+    )
+
+
+def _passage_ok(passage: object) -> bool:
+    return (
+        isinstance(passage, dict)
+        and isinstance(passage.get("text"), str)
+        and _count(passage.get("start"))
+        and _count(passage.get("end"))
+    )
 
 
 def save_entry(project_dir: Path, name: str, entry: dict[str, Any], thresholds: dict[str, float]) -> None:
     """Store one artifact's alignment, keeping the others' (a damaged file is replaced)."""
-    try:
-        data = load_evidence(project_dir) or {}
-    except CorruptState:
-        data = {}
-    artifacts = data.get("artifacts") if isinstance(data.get("artifacts"), dict) else {}
-    assert isinstance(artifacts, dict)
+    artifacts = readable_evidence(project_dir).get("artifacts", {})
     artifacts[name] = entry
     document = {
         "version": VERSION,
@@ -91,13 +160,20 @@ class StoredSummary:
         share = self.summary.get("supported_share")
         return float(share) if isinstance(share, int | float) else None
 
+    def as_json(self) -> dict[str, Any]:
+        """The `evidence` object of `status --json`: the artifact, whether its evidence is
+        current (False: the file changed since), and the summary's counts and share."""
+        keys = ("cited_sentences", *VERDICTS, "supported_share")
+        return {"artifact": self.artifact, "current": self.current, "summary": {k: self.summary.get(k) for k in keys}}
+
 
 def artifact_entry(project_dir: Path, name: str, data: dict[str, Any] | None) -> tuple[dict[str, Any] | None, bool]:
     """An artifact's entry in the evidence document `data`, and whether it is current: computed
-    on the text now on disk (hashed as the alignment hashed it, so line endings don't matter)."""
+    on the text now on disk (hashed as the alignment hashed it, so line endings don't matter).
+    An entry that is not well formed is None (absent)."""
     artifacts = (data or {}).get("artifacts")
     entry = artifacts.get(name) if isinstance(artifacts, dict) else None
-    if not isinstance(entry, dict):
+    if not well_formed(entry):
         return None, False
     try:
         text = (project_dir / name).read_text(encoding="utf-8", errors="replace")
@@ -109,17 +185,14 @@ def artifact_entry(project_dir: Path, name: str, data: dict[str, Any] | None) ->
 def latest_summary(project_dir: Path) -> StoredSummary | None:
     """The summary of the latest article on disk (final.md, else draft_v2.md, else draft_v1.md),
     from evidence.json, never recomputed; None when there is no such entry (or no article)."""
-    try:
-        data = load_evidence(project_dir)
-    except CorruptState:
-        return None
+    data = readable_evidence(project_dir)
     if not data:
         return None
     for name in reversed(ALIGNED):
         if not (project_dir / name).is_file():
             continue
         entry, current = artifact_entry(project_dir, name, data)
-        if entry is None or not isinstance(entry.get("summary"), dict):
+        if entry is None:
             return None
         return StoredSummary(name, entry["summary"], current)
     return None

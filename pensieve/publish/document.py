@@ -26,7 +26,7 @@ from pensieve.citations.text import (
     split_references,
 )
 from pensieve.errors import CorruptState, UsageError
-from pensieve.evidence.store import EVIDENCE_FILE, load_evidence, text_sha256
+from pensieve.evidence.store import EVIDENCE_FILE, load_evidence, text_sha256, well_formed
 from pensieve.front_matter import FrontMatterError, parse_front_matter
 from pensieve.publish.references import ReferenceParts, clean_text, reference_parts
 from pensieve.source_archive import ArchivedSource, SourceArchive, normalize_url
@@ -417,31 +417,32 @@ def _load_evidence(
         warnings.append(f"{EVIDENCE_FILE} cannot be read; the export shows no evidence")
         return EvidenceState("unreadable"), []
     entry = data.get("artifacts", {}).get(name)
-    if not isinstance(entry, dict):
+    if entry is None:
         return EvidenceState("absent"), []
+    if not well_formed(entry):  # what every reader of the file decides (evidence.store)
+        warnings.append(
+            f"the evidence of {name} in {EVIDENCE_FILE} is damaged; the export shows no evidence "
+            f"(`pensieve evidence {project_dir.name}` rebuilds it)"
+        )
+        return EvidenceState("unreadable"), []
     generated = clean_text(data.get("generated_at")) or None
-    summary = entry.get("summary") if isinstance(entry.get("summary"), dict) else None
-    if entry.get("artifact_sha256") != sha:
+    summary = entry["summary"]
+    if entry["artifact_sha256"] != sha:
         warnings.append(
             f"evidence is stale for {name}: the file changed after the evidence was computed; "
             f"passages are not shown (run `pensieve evidence {project_dir.name}`)"
         )
         return EvidenceState("stale", generated, summary), []
-    sentences = []
-    for item in entry.get("sentences") or []:
-        try:
-            cited = {str(c["source"]): c for c in item.get("citations") or [] if isinstance(c, dict) and "source" in c}
-            sentences.append(
-                _Sentence(
-                    int(item["start"]),
-                    int(item["end"]),
-                    clean_text(item.get("text")),
-                    tuple(clean_text(f) for f in item.get("findings") or [] if clean_text(f)),
-                    cited,
-                )
-            )
-        except (KeyError, TypeError, ValueError, AttributeError):
-            continue  # one malformed sentence does not hide the others
+    sentences = [
+        _Sentence(
+            item["start"],
+            item["end"],
+            clean_text(item["text"]),
+            tuple(clean_text(f) for f in item["findings"] if clean_text(f)),
+            {c["source"]: c for c in item["citations"]},
+        )
+        for item in entry["sentences"]
+    ]
     return EvidenceState("current", generated, summary), sentences
 
 

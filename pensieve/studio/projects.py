@@ -20,6 +20,7 @@ from pensieve.hashing import sha256_of_bytes
 from pensieve.project_list import lock_holder, summarize_projects
 from pensieve.stages import STAGES, Artifact
 from pensieve.status import Status, load_status
+from pensieve.status import status_json as status_object
 from pensieve.workspace import HISTORY_DIR, REJECTED_DIR, Project, Workspace, atomic_write_text, check_name
 
 EDITABLE: tuple[str, ...] = tuple(a.value for a in Artifact)
@@ -121,14 +122,11 @@ def article_title(project: Project) -> str | None:
 def load_evidence(project: Project) -> dict[str, Any]:
     """The project's evidence document; {} when there is none or it cannot be read (a page
     shows no evidence rather than failing)."""
-    from pensieve.evidence.store import load_evidence as load_document
+    from pensieve.evidence.store import readable_evidence
 
     if project.file(EVIDENCE_FILE).is_symlink():
         return {}
-    try:
-        return load_document(project.dir) or {}
-    except CorruptState:
-        return {}
+    return readable_evidence(project.dir)
 
 
 def evidence_for(project: Project, name: str, evidence: dict[str, Any] | None = None) -> tuple[dict[str, Any], bool]:
@@ -155,13 +153,16 @@ class ProjectView:
 
 
 def status_json(project: Project) -> dict[str, Any]:
-    """The object of `pensieve status ID --json`."""
-    from pensieve.errors import CorruptState
+    """The object of `pensieve status ID --json`, made the same way (a deleted artifact's
+    stage shown pending, as the next run will see it; nothing saved)."""
+    from pensieve.staleness import demote_missing
 
     try:
-        return load_status(project.status_path, keep_copy=False).model_dump(mode="json")
+        status = load_status(project.status_path, keep_copy=False)
     except CorruptState as exc:
         raise Conflict(str(exc)) from None
+    demote_missing(project, status)
+    return status_object(project, status)
 
 
 def view(project: Project) -> ProjectView:
