@@ -418,7 +418,7 @@ def check(
     """Verify citations without a model: ids exist in the source archive, quotes appear in their
     sources, reference lists match; reports the share of cited paragraphs. Exit 1 on problems."""
 
-    def action() -> tuple[CheckReport, dict[str, Any] | None, float]:
+    def action() -> tuple[CheckReport, dict[str, Any] | None, float, str | None]:
         from pensieve.citations.hooks import check_project
         from pensieve.cli_evidence import evidence_for_check
         from pensieve.config import load_settings
@@ -427,14 +427,14 @@ def check(
         settings = load_settings()
         report = check_project(project, settings)
         try:
-            evidence = evidence_for_check(project, settings)
+            evidence, skipped = evidence_for_check(project, settings), None
         except PensieveError as exc:  # no embedding model: the citation check still stands
             err.print(f"note: the evidence check was skipped: {exc}", markup=False)
-            evidence = None
-        return report, evidence, settings.check.min_supported_share
+            evidence, skipped = None, str(exc)
+        return report, evidence, settings.check.min_supported_share, skipped
 
-    report, evidence, min_supported = guarded(action)
-    low_share = share_problem(evidence, min_supported)
+    report, evidence, min_supported, skipped = guarded(action)
+    low_share = share_problem(evidence, min_supported, skipped)
     if as_json:
         summary = report.summary()
         if low_share is not None:  # the JSON says what the exit status says

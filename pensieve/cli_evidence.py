@@ -52,13 +52,21 @@ def evidence_for_check(project: Project, settings: Settings) -> dict[str, Any] |
     return {"file": name, "summary": entry["summary"], "sentences": entry["sentences"]}
 
 
-def share_problem(evidence: dict[str, Any] | None, min_share: float) -> Problem | None:
+def share_problem(evidence: dict[str, Any] | None, min_share: float, skipped: str | None = None) -> Problem | None:
     """The article's supported share below check.min_supported_share, as a problem of the
-    check (None: the bar is met, or there is nothing to measure)."""
+    check (None: the bar is met, or there is nothing to measure). A bar that could not be
+    measured (`skipped`: why the evidence check did not run) is not met: a gate that opens
+    whenever the embedding model is missing is no gate."""
     from pensieve.citations.summary import Problem
 
     if evidence is None:
-        return None
+        if skipped is None or min_share <= 0:
+            return None
+        return Problem(
+            "evidence.json",
+            "unmeasured_supported_share",
+            f"the supported share could not be measured ({skipped}); check.min_supported_share is {min_share:.0%}",
+        )
     summary = evidence["summary"]
     share = summary.get("supported_share")
     if share is None or share >= min_share:
@@ -74,6 +82,8 @@ def share_problem(evidence: dict[str, Any] | None, min_share: float) -> Problem 
 def print_check_evidence(evidence: dict[str, Any] | None, problem: Problem | None) -> None:
     """Print the evidence lines of `pensieve check`, and the share's problem if any."""
     if evidence is None:
+        if problem is not None:
+            out.print(f"problem: {problem}", markup=False)
         return
     summary = evidence["summary"]
     share = summary.get("supported_share")

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,10 +24,11 @@ from pensieve.evidence.store import EVIDENCE_FILE, describe_share, latest_summar
 from pensieve.evidence.vectors import VECTORS_DIR
 from pensieve.llm import LLMReply
 from pensieve.source_archive import SourceArchive
-from pensieve.topics.embedder import Embedder, get_embedder
+from pensieve.topics.embedder import MODEL_PACKAGE, Embedder, get_embedder
 from pensieve.workspace import Project, open_workspace
 from tests.conftest import Home
 from tests.evidence_scoring import load_labels, score
+from tests.fakes.cli_process import child_env
 from tests.fakes.web_site import ARTICLE_FACT, FakeSite
 from tests.publish_fixtures import damaged_evidence
 from tests.test_citations import P1, P2, TYPED_REFS, article, script_clean_run, status_of, write
@@ -310,6 +314,23 @@ def test_unsupported_final_sends_the_polisher_back_once_then_stays(web_home: Hom
     assert one["version"] == 1 and one["thresholds"] == {"supported": 0.55, "weak": 0.4}
     assert web_home.run("evidence", pid, "--file", "outline.md").exit_code == 2
     assert web_home.run("evidence", "nope").exit_code == 2
+
+    # A bar that cannot be measured is not met: the article changed, and the embedding
+    # model is missing (its package shadowed by an empty one, as a broken install leaves it).
+    final = web_home.project_dir(pid) / "final.md"
+    final.write_text(final.read_text() + "\nOne more sentence for the record [1].\n")
+    shadow = web_home.path / "shadow"
+    (shadow / MODEL_PACKAGE).mkdir(parents=True)
+    (shadow / MODEL_PACKAGE / "__init__.py").write_text("")
+    env = child_env(web_home.path, {"PENSIEVE_CONFIG": str(web_home.config_path)})
+    env["PYTHONPATH"] = f"{shadow}{os.pathsep}{env['PYTHONPATH']}"
+    unmeasured = subprocess.run(
+        [sys.executable, "-m", "pensieve", "check", pid, "--json"], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert unmeasured.returncode == 1, unmeasured.stderr
+    assert "note: the evidence check was skipped" in unmeasured.stderr and "Traceback" not in unmeasured.stderr
+    problems = json.loads(unmeasured.stdout)["problems"]
+    assert [p["kind"] for p in problems if p["file"] == "evidence.json"] == ["unmeasured_supported_share"]
 
 
 @pytest.mark.slow
