@@ -1,0 +1,140 @@
+"""Hostile input, round three (issue 15 audit): decoding bounded on every HTTP path (search,
+scholarly APIs, the model), topic capture not laundering agent-written URLs, configured
+secrets scrubbed whatever their names, and the batch budget and briefs validated."""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from pensieve.events import EventKind, read_events
+from pensieve.web import ratelimit
+from pensieve.web.decoding import accepted_encodings
+from tests.conftest import Home
+from tests.fakes.cli_process import child_env, exec_cli
+from tests.fakes.http import QuietHandler, close, serve
+from tests.fakes.model_server import call, encoded
+from tests.fakes.scholarly_server import FakeScholarly
+from tests.test_scholarly_search import ACADEMIC, configure, search_error
+
+# --------------------------------------------------------------------------------------
+# 1. Stacked content encodings are decoded with a bound on every path, not only fetch_url.
+
+MB = 1 << 20
+RSS_BOUND_MB = 600  # a run up to the researcher peaks under 400 MB here
+
+
+def _gzip(chunks: Iterable[bytes]) -> bytes:
+    # Level 1: the bomb is built in about a second and is still only ~5 KB twice gzipped.
+    compressor = zlib.compressobj(1, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    return b"".join([*(compressor.compress(c) for c in chunks), compressor.flush()])
+
+
+def _gzip_gzip_bomb(megabytes: int) -> bytes:
+    """For `Content-Encoding: gzip, gzip`: that many MB of JSON-looking text gzipped twice."""
+    inner = _gzip([b'{"id": "', *(b"A" * MB for _ in range(megabytes))])
+    bomb = _gzip([inner])
+    assert len(bomb) < 10_000
+    return bomb
+
+
+@pytest.fixture(scope="module")
+def model_bomb() -> bytes:
+    return _gzip_gzip_bomb(150)  # undecoded by litellm's httpx, a run peaked at 1 GB
+
+
+@pytest.fixture(scope="module")
+def search_bomb() -> bytes:
+    return _gzip_gzip_bomb(300)  # the same for a search at 300 MB: it is parsed less
+
+
+def _run_measured(home: Home, args: list[str], tmp: Path) -> tuple[int, int, str]:
+    """(exit status, peak RSS in MB, stderr) of `pensieve ARGS` in a child process."""
+    out, err = tmp / "out.txt", tmp / "err.txt"
+    process = exec_cli(args, child_env(home.path), home.path, out, err)
+    _pid, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return process.returncode, usage.ru_maxrss // 1024, err.read_text()
+
+
+def test_a_model_answer_of_stacked_encodings_is_cut_and_fails_cleanly(
+    home: Home, model_bomb: bytes, tmp_path: Path
+) -> None:
+    home.model.script("refiner", *[encoded(model_bomb, "gzip, gzip")] * 3)
+    pid = home.new()
+    code, rss_mb, stderr = _run_measured(home, ["run", pid, "--quiet"], tmp_path)
+    assert rss_mb < RSS_BOUND_MB, f"peak RSS {rss_mb} MB"
+    assert code == 1, stderr
+    assert "Traceback" not in stderr
+    assert "larger than" in stderr and "MB" in stderr, stderr
+    # Not retried: an answer over the cap will be over it again.
+    assert len([r for r in home.model.requests if r.stage == "refiner"]) == 1
+
+
+@pytest.fixture
+def bombing_scholarly(search_bomb: bytes) -> Iterator[FakeScholarly]:
+    fake = FakeScholarly(bomb=search_bomb, modes=dict.fromkeys(["searxng", *ACADEMIC], "bomb")).start()
+    yield fake
+    fake.stop()
+    ratelimit._PACERS.clear()
+
+
+@pytest.mark.parametrize("provider", ["searxng", *ACADEMIC])
+async def test_a_search_answer_of_stacked_encodings_is_that_providers_error(
+    home: Home, bombing_scholarly: FakeScholarly, provider: str
+) -> None:
+    pid = configure(home, bombing_scholarly, [provider])
+    message = await search_error(home, pid)
+    assert message == f"{provider} sent an answer larger than 8 MB; it was not read"
+    assert bombing_scholarly.of(provider)[0].headers["accept-encoding"] == accepted_encodings()
+
+
+def test_a_search_bomb_leaves_the_run_standing_and_its_memory_bounded(
+    home: Home, bombing_scholarly: FakeScholarly, tmp_path: Path
+) -> None:
+    pid = configure(home, bombing_scholarly, ["searxng"])
+    home.model.script("researcher", call("web_search", {"query": "vector index"}))
+    code, rss_mb, stderr = _run_measured(home, ["run", pid, "--quiet", "--until", "researcher"], tmp_path)
+    assert rss_mb < RSS_BOUND_MB, f"peak RSS {rss_mb} MB"
+    # The researcher read the error and went on (its notes then cite nothing fetched).
+    assert code in (0, 1) and "Traceback" not in stderr, stderr
+    searches = [e for e in read_events(home.project_dir(pid) / "events.jsonl") if e["kind"] == EventKind.WEB_SEARCH]
+    assert searches[0]["error"] == "searxng: searxng sent an answer larger than 8 MB; it was not read"
+
+
+class _BombingMcp(QuietHandler):
+    """Answers every MCP request (initialize first) with the bomb, as JSON."""
+
+    bomb: ClassVar[bytes] = b""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Encoding", "gzip, gzip")
+        self.send_header("Content-Length", str(len(self.bomb)))
+        self.end_headers()
+        self.wfile.write(self.bomb)
+
+
+def test_an_mcp_answer_of_stacked_encodings_is_cut_and_the_server_reported(
+    home: Home, search_bomb: bytes, tmp_path: Path
+) -> None:
+    _BombingMcp.bomb = search_bomb
+    server = serve(_BombingMcp)
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+        home.configure(mcp={"servers": {"bomb": {"url": url}}}, agents={"researcher": {"tools": {"allow": ["mcp.*"]}}})
+        code, rss_mb, stderr = _run_measured(home, ["tools", "--stage", "researcher", "--json"], tmp_path)
+    finally:
+        close(server)
+    assert rss_mb < RSS_BOUND_MB, f"peak RSS {rss_mb} MB"
+    assert code == 0 and "Traceback" not in stderr, stderr
+    servers = json.loads((tmp_path / "out.txt").read_text())["servers"]
+    assert not servers["bomb"]["ok"] and "larger than 64 MB" in servers["bomb"]["error"]
