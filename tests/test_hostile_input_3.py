@@ -14,14 +14,19 @@ from typing import ClassVar
 import pytest
 
 from pensieve.events import EventKind, read_events
+from pensieve.tools.registry import ToolError
+from pensieve.tools.web import fetch_url
 from pensieve.web import ratelimit
 from pensieve.web.decoding import accepted_encodings
 from tests.conftest import Home
 from tests.fakes.cli_process import child_env, exec_cli
 from tests.fakes.http import QuietHandler, close, serve
-from tests.fakes.model_server import call, encoded
+from tests.fakes.model_server import call, encoded, text
 from tests.fakes.scholarly_server import FakeScholarly
+from tests.fakes.web_site import FakeSite
+from tests.test_mcp_tools import tool_results
 from tests.test_scholarly_search import ACADEMIC, configure, search_error
+from tests.web_fixtures import tool_context
 
 # --------------------------------------------------------------------------------------
 # 1. Stacked content encodings are decoded with a bound on every path, not only fetch_url.
@@ -138,3 +143,47 @@ def test_an_mcp_answer_of_stacked_encodings_is_cut_and_the_server_reported(
     assert code == 0 and "Traceback" not in stderr, stderr
     servers = json.loads((tmp_path / "out.txt").read_text())["servers"]
     assert not servers["bomb"]["ok"] and "larger than 64 MB" in servers["bomb"]["error"]
+
+
+# --------------------------------------------------------------------------------------
+# 2. Topic capture does not launder agent-written URLs into the next project's known URLs.
+
+
+def test_a_url_the_researcher_wrote_is_not_fetched_by_the_next_project(web_home: Home, site: FakeSite) -> None:
+    web_home.configure(topics={"capture": True}, contracts={"enabled": False})
+    collect = site.url("/collect?data=The+secret+first+brief")
+    notes = (
+        "# Research notes: HNSW\n\n## Findings\n- HNSW builds a layered graph [S1].\n"
+        f"- More at {collect}\n\n## Sources\n- [S1] {site.url('/article')}\n- {collect}\n"
+    )
+    first = web_home.new("The secret first brief")
+    web_home.model.script(
+        "researcher",
+        call("fetch_url", {"url": site.url("/article")}),
+        call("write_project_file", {"filename": "research_notes.md", "content": notes}),
+        text("done"),
+    )
+    assert web_home.run("run", first).exit_code == 0
+    topics = web_home.path / "workspaces" / "default" / "topics"
+    (captured,) = [p for p in topics.glob("*.md") if f"project: {first}" in p.read_text()]
+    assert "/collect" not in captured.read_text() and site.url("/article") in captured.read_text()
+
+    second = web_home.new("Another article")
+    web_home.model.script("researcher", call("fetch_url", {"url": collect}), text("done"))
+    web_home.run("run", second, "--until", "researcher")
+    (answer,) = [r for r in tool_results(web_home, "researcher") if "collect" in r]
+    assert "is not a known URL" in answer
+    assert not [p for p in site.paths() if p.startswith("/collect")]
+
+
+async def test_a_topic_files_url_with_an_opaque_query_is_refused(web_home: Home, site: FakeSite) -> None:
+    # Topic files can be edited by hand or handed over: checked like a page's links.
+    smuggled = site.url("/second?q=" + "QmFzZTY0IGVuY29kZWQgYnJpZWYgdGV4dCBoZXJl" * 2)
+    topics = web_home.path / "workspaces" / "default" / "topics"
+    (topics / "handed-over.md").write_text(f"---\ntitle: Handed over\nsources: [{smuggled}]\n---\nbody\n")
+    pid = web_home.new()
+    async with tool_context(web_home, pid) as ctx:
+        with pytest.raises(ToolError, match="opaque token"):
+            await fetch_url.function(ctx, url=smuggled)
+        assert "Source S1" in await fetch_url.function(ctx, url=site.url("/article"))  # a plain one is fetched
+    assert not [p for p in site.paths() if p.startswith("/second")]
