@@ -14,6 +14,7 @@ from typing import ClassVar
 import pytest
 
 from pensieve.events import EventKind, read_events
+from pensieve.redact import remember_secret_names, secret_values
 from pensieve.tools.registry import ToolError
 from pensieve.tools.web import fetch_url
 from pensieve.web import ratelimit
@@ -21,10 +22,11 @@ from pensieve.web.decoding import accepted_encodings
 from tests.conftest import Home
 from tests.fakes.cli_process import child_env, exec_cli
 from tests.fakes.http import QuietHandler, close, serve
-from tests.fakes.model_server import call, encoded, text
+from tests.fakes.model_server import call, encoded, error, text
 from tests.fakes.scholarly_server import FakeScholarly
 from tests.fakes.web_site import FakeSite
-from tests.test_mcp_tools import tool_results
+from tests.test_mcp_tools import configure as mcp_configure
+from tests.test_mcp_tools import stdio_server, tool_results
 from tests.test_scholarly_search import ACADEMIC, configure, search_error
 from tests.web_fixtures import tool_context
 
@@ -187,3 +189,61 @@ async def test_a_topic_files_url_with_an_opaque_query_is_refused(web_home: Home,
             await fetch_url.function(ctx, url=smuggled)
         assert "Source S1" in await fetch_url.function(ctx, url=site.url("/article"))  # a plain one is fetched
     assert not [p for p in site.paths() if p.startswith("/second")]
+
+
+# --------------------------------------------------------------------------------------
+# 3. The values of the variables the configuration uses as secrets are scrubbed, whatever
+#    their names.
+
+PAT = "ghp-canary-pat-5e0c3f9a17"  # GITHUB_PAT, passed to an MCP server (mcp.servers.*.env)
+HEADER_TOKEN = "wiki-canary-hdr-8b21d4"  # WIKI_TOKEN2, an MCP server's header (headers_env)
+QUEUE_PASSWORD = "queue-canary-pw-3f6a"  # in PENSIEVE_QUEUE_URL
+SECRETS = (PAT, HEADER_TOKEN, QUEUE_PASSWORD)
+
+
+def test_configured_secrets_are_scrubbed_from_everything_written(home: Home, tmp_path: Path) -> None:
+    for name, value in (("GITHUB_PAT", PAT), ("WIKI_TOKEN2", HEADER_TOKEN)):
+        home.monkeypatch.setenv(name, value)
+    home.monkeypatch.setenv("PENSIEVE_QUEUE_URL", f"postgresql://writer:{QUEUE_PASSWORD}@127.0.0.1:9/queue")
+    wiki = stdio_server(tmp_path / "wiki.pids")
+    servers = {
+        "wiki": {**wiki, "env": [*wiki["env"], "GITHUB_PAT"]},
+        "docs": {"url": "http://127.0.0.1:9/mcp", "headers_env": {"Authorization": "WIKI_TOKEN2"}},
+    }
+    mcp_configure(home, servers, allow=["mcp.wiki.hostile"])
+    home.configure(contracts={"enabled": False})
+    every = " ".join(SECRETS)
+    pid = home.new()
+    home.model.script(
+        "researcher",
+        # A model steered into sending the keys out, a server echoing them (archived in sources/),
+        # a note repeating them (an artifact) and a tool call naming them (events.jsonl).
+        call("mcp_wiki_hostile", {"topic": every}),
+        call("write_project_file", {"filename": "research_notes.md", "content": f"# Notes\n\nKeys: {every}\n"}),
+        call("read_project_file", {"filename": f"{PAT}.md"}),
+        text("done"),
+    )
+    # A provider's error echoing them ends the run: its reason is kept in status.json.
+    home.model.script("outliner", error(400, body=json.dumps({"error": {"message": f"rejected: {every}"}})))
+    result = home.run("run", pid, "--quiet")
+    assert result.exit_code == 1
+    project = home.project_dir(pid)
+    assert "[REDACTED]" in (project / "sources" / "S1.md").read_text()
+    assert "[REDACTED]" in (project / "research_notes.md").read_text()
+    assert "[REDACTED]" in (project / "status.json").read_text()
+    leaks = [
+        f"{path}: {secret}"
+        for path in home.path.rglob("*")
+        if path.is_file()
+        for secret in SECRETS
+        if secret.encode() in path.read_bytes()
+    ]
+    leaks += [f"output: {s}" for s in SECRETS if s in result.stdout + result.stderr]
+    assert not leaks, leaks
+
+
+def test_ordinary_variables_given_to_a_server_are_not_secrets() -> None:
+    remember_secret_names(["PATH", "LANG", "PENSIEVE_TEST_SERVER_SECRET"])
+    environ = {"PATH": "/usr/local/bin:/usr/bin", "LANG": "C.UTF-8", "PENSIEVE_TEST_SERVER_SECRET": "s3cr3t-value"}
+    environ["PENSIEVE_QUEUE_URL"] = "postgresql://u:p%40ssw0rd@db/q"
+    assert secret_values(environ) == ["s3cr3t-value", "p%40ssw0rd", "p@ssw0rd"]
