@@ -247,3 +247,23 @@ def test_ordinary_variables_given_to_a_server_are_not_secrets() -> None:
     environ = {"PATH": "/usr/local/bin:/usr/bin", "LANG": "C.UTF-8", "PENSIEVE_TEST_SERVER_SECRET": "s3cr3t-value"}
     environ["PENSIEVE_QUEUE_URL"] = "postgresql://u:p%40ssw0rd@db/q"
     assert secret_values(environ) == ["s3cr3t-value", "p%40ssw0rd", "p@ssw0rd"]
+
+
+# --------------------------------------------------------------------------------------
+# 4. The batch budget must be a number.
+
+
+def _nothing_created(home: Home) -> bool:
+    workspace = home.path / "workspaces" / "default"
+    projects = workspace / "projects"
+    return (not projects.exists() or not any(projects.iterdir())) and not (workspace / "queue.sqlite").exists()
+
+
+@pytest.mark.parametrize("budget", ["nan", "inf", "-inf", "0"])
+def test_a_batch_budget_that_is_not_a_positive_number_is_refused(home: Home, budget: str) -> None:
+    path = home.path / "b.yaml"
+    path.write_text("- brief: one\n")
+    result = home.run("batch", str(path), "--max-cost-usd", budget)
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "error: --max-cost-usd must be a number more than 0"
+    assert _nothing_created(home) and home.model.requests == []
