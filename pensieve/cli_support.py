@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 import typer
 from rich.console import Console
 
-from pensieve.errors import PensieveError
+from pensieve.errors import PensieveError, UsageError, has_lone_surrogate
 
 if TYPE_CHECKING:  # imported for real inside the functions, so `--help` stays light
     from pensieve.workspace import Workspace
@@ -70,8 +70,6 @@ def workspace_of(name: str) -> Workspace:
 def check_text(value: str | None, what: str) -> str | None:
     """A command-line argument must be text: bytes that are not UTF-8 arrive as lone
     surrogates (Python's surrogateescape), which no file can hold."""
-    if value is not None and any("\ud800" <= ch <= "\udfff" for ch in value):
-        from pensieve.errors import UsageError
-
+    if value is not None and has_lone_surrogate(value):
         raise UsageError(f"{what} is not valid UTF-8 text; check the terminal's encoding or use --file")
     return value

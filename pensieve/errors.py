@@ -24,6 +24,17 @@ def format_validation_error(error: ValidationError, *, noun: str = "argument", l
     return "; ".join(parts)
 
 
+def has_lone_surrogate(text: str) -> bool:
+    """Whether text holds a lone surrogate: bytes that were not UTF-8 (an argument, kept by
+    Python's surrogateescape) or an escape such as `\\udcff` in JSON or YAML. It is no text:
+    no file can hold it as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # raised for surrogates only
+        return True
+    return False
+
+
 class PensieveError(Exception):
     """An expected failure with a one-line message for the user."""
 

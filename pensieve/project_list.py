@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pensieve.errors import UsageError
+from pensieve.errors import UsageError, has_lone_surrogate
 from pensieve.stages import STAGE_NAMES
 from pensieve.status_view import read_status_view
 from pensieve.workspace import (
@@ -31,6 +31,11 @@ if TYPE_CHECKING:
 
 
 def validate_brief(brief: str) -> str:
+    if has_lone_surrogate(brief):  # from a JSON or YAML escape, or bytes that were not UTF-8
+        raise UsageError(
+            "the brief is not valid UTF-8 text: it holds a lone surrogate (such as an escaped \\udcff); "
+            "write it as plain UTF-8 text"
+        )
     if not brief.strip():
         raise UsageError("the brief is empty; say what the article should be about")
     size = len(brief.encode("utf-8"))

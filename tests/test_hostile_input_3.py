@@ -13,7 +13,9 @@ from typing import ClassVar
 
 import pytest
 
+from pensieve.errors import UsageError
 from pensieve.events import EventKind, read_events
+from pensieve.project_list import validate_brief
 from pensieve.redact import remember_secret_names, secret_values
 from pensieve.tools.registry import ToolError
 from pensieve.tools.web import fetch_url
@@ -250,7 +252,7 @@ def test_ordinary_variables_given_to_a_server_are_not_secrets() -> None:
 
 
 # --------------------------------------------------------------------------------------
-# 4. The batch budget must be a number.
+# 4, 5. The batch budget must be a number; a brief read from a file must be text.
 
 
 def _nothing_created(home: Home) -> bool:
@@ -267,3 +269,39 @@ def test_a_batch_budget_that_is_not_a_positive_number_is_refused(home: Home, bud
     assert result.exit_code == 2
     assert result.stderr.strip() == "error: --max-cost-usd must be a number more than 0"
     assert _nothing_created(home) and home.model.requests == []
+
+
+SURROGATE_REFUSED = "the brief is not valid UTF-8 text: it holds a lone surrogate"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "where"),
+    [
+        ("b.jsonl", '{"brief": "ok"}\n{"brief": "caf\\udcff"}\n', "b.jsonl:2"),
+        ("b.yaml", '- brief: ok\n- brief: "caf\\udcff"\n', "b.yaml:2"),
+        ("b.yaml", '- "caf\\ud800 plain"\n', "b.yaml:1"),
+    ],
+)
+def test_a_brief_with_a_lone_surrogate_in_a_batch_file_is_refused_naming_its_line(
+    home: Home, name: str, content: str, where: str
+) -> None:
+    path = home.path / name
+    path.write_text(content)
+    result = home.run("batch", str(path))
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: {path}") and f"{where}: {SURROGATE_REFUSED}" in line, line
+    assert _nothing_created(home)
+
+
+def test_a_brief_that_is_not_text_is_refused_by_new(home: Home) -> None:
+    # Bytes that are a UTF-8-encoded surrogate (invalid UTF-8) from a file or stdin ...
+    path = home.path / "brief.md"
+    path.write_bytes(b"caf\xed\xb3\xbf au lait")
+    for args, given in ((["new", "--file", str(path)], None), (["new", "-"], b"caf\xed\xb3\xbf")):
+        result = home.run(*args, input=given)
+        assert result.exit_code == 2 and "is not UTF-8 text" in result.stderr and "Traceback" not in result.stderr
+    # ... and a lone surrogate reaching the projects' own code (the studio sends JSON).
+    with pytest.raises(UsageError, match=SURROGATE_REFUSED):
+        validate_brief("caf\udcff")
+    assert _nothing_created(home)
