@@ -6,6 +6,7 @@ inside the commands only: `list`, `status` and `--help` never load DBOS.
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import sys
@@ -97,8 +98,8 @@ def batch(
             get_stage(until)
         if model is not None and not model.strip():
             raise UsageError("--model is empty; give a litellm model string such as openai/gpt-4o-mini")
-        if max_cost_usd is not None and max_cost_usd <= 0:
-            raise UsageError("--max-cost-usd must be more than 0")
+        if max_cost_usd is not None and not (math.isfinite(max_cost_usd) and max_cost_usd > 0):
+            raise UsageError("--max-cost-usd must be a number more than 0")  # nan: `spent >= nan` never stops
         settings = load_settings()
         ws = workspace_of(workspace)
         items = read_items(file)

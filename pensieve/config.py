@@ -560,4 +560,14 @@ def _build(
     search_problem = settings.search.problem()
     if search_problem:
         raise UsageError(f"{source}: {search_problem}")
+    _remember_secrets(settings)
     return settings
+
+
+def _remember_secrets(settings: Settings) -> None:
+    """The variables an MCP server is given hold its credentials, whatever their names
+    (GITHUB_PAT): every value is scrubbed from what Pensieve writes (pensieve.redact)."""
+    from pensieve.redact import remember_secret_names
+
+    servers = settings.mcp.servers.values()
+    remember_secret_names(name for server in servers for name in (*server.env, *server.headers_env.values()))

@@ -25,10 +25,14 @@ def format_validation_error(error: ValidationError, *, noun: str = "argument", l
 
 
 def has_lone_surrogate(text: str) -> bool:
-    """Whether `text` holds a lone surrogate: bytes that were not UTF-8 (Python's
-    surrogateescape on a command line) or a "\\ud800" escape in JSON. No file can hold
-    one (UTF-8 cannot encode it), so such text is refused where it comes in."""
-    return any("\ud800" <= ch <= "\udfff" for ch in text)
+    """Whether text holds a lone surrogate: bytes that were not UTF-8 (an argument, kept by
+    Python's surrogateescape) or an escape such as `\\udcff` in JSON or YAML. It is no text:
+    no file can hold it as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # raised for surrogates only
+        return True
+    return False
 
 
 class PensieveError(Exception):

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import sys
 
+from pensieve.errors import has_lone_surrogate
+
 
 def main() -> None:
     args = sys.argv[1:]
     # Bytes on the command line that are not UTF-8 reach us as lone surrogates: refused
     # here with one line (each command also checks its own free-text arguments).
-    if any("\ud800" <= ch <= "\udfff" for arg in args for ch in arg):
+    if any(has_lone_surrogate(arg) for arg in args):
         sys.stderr.write("error: a command-line argument is not valid UTF-8 text; check the terminal's encoding\n")
         raise SystemExit(2)
     workspace = list_json_workspace(args)

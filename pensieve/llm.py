@@ -51,7 +51,8 @@ class LLMReply:
 class LLMError(Exception):
     """A model call that failed for good (after any retries)."""
 
-    kind: str  # auth | rate_limit | timeout | connection | server | bad_request | not_found | other
+    # auth | rate_limit | timeout | connection | server | bad_request | not_found | too_large | other
+    kind: str
     message: str
     status: int | None = None
     retry_after_s: float | None = None
@@ -191,6 +192,7 @@ def _import_litellm() -> Any:
             for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx", "httpcore", "openai"):
                 logging.getLogger(name).setLevel(logging.CRITICAL)
             _one_logging_worker_per_loop()
+            _bound_answers()
             _litellm = litellm
     return _litellm
 
@@ -234,6 +236,38 @@ def _one_logging_worker_per_loop() -> None:
     if current is None or factory is None or isinstance(current, _PerLoopLoggingWorker):
         return
     setattr(logging_worker, "GLOBAL_LOGGING_WORKER", _PerLoopLoggingWorker(factory, current))  # noqa: B010
+
+
+# A provider's answer larger than this once decoded is refused (LLMError "too_large", not
+# retried): a few KB of stacked gzip would otherwise decode to gigabytes inside httpx.
+MAX_ANSWER_BYTES = 32_000_000
+
+
+def _bound_answers() -> None:
+    """Every transport litellm makes for its httpx clients (the OpenAI SDK's and its own
+    handler's, for every provider) is wrapped in a BoundedTransport: the answer is decoded
+    layer by layer, at most MAX_ANSWER_BYTES. litellm picks the transport in this one
+    factory, so it is wrapped there."""
+    from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler, http2_enabled
+
+    from pensieve.web.bounded_http import BoundedTransport
+
+    make = AsyncHTTPHandler.create_async_transport
+
+    def bounded(
+        ssl_context: Any = None, ssl_verify: bool | None = None, shared_session: Any = None
+    ) -> BoundedTransport:
+        inner = make(ssl_context=ssl_context, ssl_verify=ssl_verify, shared_session=shared_session)
+        if inner is None:
+            # litellm leaves this case (aiohttp turned off) to httpx's default transport; the
+            # same one, made here. (Unlike httpx's, it reads no proxy variables.)
+            import httpx
+
+            verify = ssl_context if ssl_context is not None else (True if ssl_verify is None else ssl_verify)
+            inner = httpx.AsyncHTTPTransport(verify=verify, http2=http2_enabled())
+        return BoundedTransport(inner, MAX_ANSWER_BYTES)
+
+    AsyncHTTPHandler.create_async_transport = staticmethod(bounded)  # type: ignore[method-assign, assignment]
 
 
 def _import_in_background() -> None:
@@ -431,7 +465,25 @@ def _retry_after(exc: Exception) -> float | None:
         return max(0.0, when.timestamp() - time.time())
 
 
+def _refused_body(exc: BaseException) -> BaseException | None:
+    """The BodyRefused under the SDK's and litellm's wrappers, if the answer was refused."""
+    from pensieve.web.bounded_http import BodyRefused
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, BodyRefused):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def classify(exc: Exception) -> LLMError:
+    refused = _refused_body(exc)
+    if refused is not None:
+        # Not retried: the same answer would be refused again.
+        return LLMError("too_large", f"the model provider's answer was refused: {refused}")
     litellm = _import_litellm()
     status = getattr(exc, "status_code", None)
     status = status if isinstance(status, int) else None

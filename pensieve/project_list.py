@@ -31,10 +31,13 @@ if TYPE_CHECKING:
 
 
 def validate_brief(brief: str) -> str:
+    if has_lone_surrogate(brief):  # from a JSON or YAML escape, or bytes that were not UTF-8
+        raise UsageError(
+            "the brief is not valid UTF-8 text: it holds a lone surrogate (such as an escaped \\udcff); "
+            "write it as plain UTF-8 text"
+        )
     if not brief.strip():
         raise UsageError("the brief is empty; say what the article should be about")
-    if has_lone_surrogate(brief):  # from JSON (the studio, a batch file): no file could hold it
-        raise UsageError("the brief is not valid text: it holds a lone surrogate (\\ud800-\\udfff)")
     size = len(brief.encode("utf-8"))
     if size > MAX_BRIEF_BYTES:
         raise UsageError(

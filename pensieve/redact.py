@@ -1,13 +1,21 @@
 """Secrets never reach a file, a log or the terminal.
 
 Every key Pensieve can see comes from the environment; `scrub` replaces each such value
-(and anything that looks like a key in a URL query) before text is stored or shown.
+(and anything that looks like a key in a URL query) before text is stored or shown. A
+value is a secret when its variable's name looks like one (OPENAI_API_KEY, WIKI_TOKEN), or
+when Pensieve or its configuration uses the variable as one, whatever its name: the search
+keys, the password in PENSIEVE_QUEUE_URL, and what an MCP server is given (`env`,
+`headers_env`; the configuration names them with `remember_secret_names` when it is loaded).
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
+from urllib.parse import unquote, urlsplit
+
+from pensieve.web.catalog import NCBI_KEY_ENV, S2_KEY_ENV, SEARCH_KEY_ENV
 
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$|API_?KEY|_AUTH", re.IGNORECASE)
 _QUERY_SECRET = re.compile(
@@ -15,13 +23,38 @@ _QUERY_SECRET = re.compile(
 )
 _BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}")
 _MIN_SECRET_LEN = 6
+QUEUE_URL_ENV = "PENSIEVE_QUEUE_URL"
+# Variables Pensieve itself reads as keys.
+_KEY_VARIABLES = frozenset({SEARCH_KEY_ENV, S2_KEY_ENV, NCBI_KEY_ENV})
+# Passed to an MCP server for its own use, never secret: scrubbing their values (a path,
+# "production") would cut ordinary words out of every article.
+_NEVER_SECRET = frozenset(
+    {"PATH", "PYTHONPATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "TZ", "TMPDIR", "NODE_ENV"}
+)
+_configured: set[str] = set()  # names the configuration uses as secrets (process-wide)
+
+
+def remember_secret_names(names: Iterable[str]) -> None:
+    """Variables the loaded configuration uses as secrets: their values are scrubbed from
+    everything Pensieve writes or shows, whatever the names look like."""
+    _configured.update(name for name in names if name not in _NEVER_SECRET)
+
+
+def _queue_password(url: str | None) -> list[str]:
+    try:
+        password = urlsplit(url).password if url else None
+    except ValueError:
+        return []
+    return [password, unquote(password)] if password else []
 
 
 def secret_values(environ: dict[str, str] | None = None) -> list[str]:
     env = os.environ if environ is None else environ
-    values = {value for name, value in env.items() if _SECRET_NAME.search(name) and len(value) >= _MIN_SECRET_LEN}
+    named = {name for name in env if _SECRET_NAME.search(name)} | _KEY_VARIABLES | _configured
+    values = {env[name] for name in named if name in env}
+    values.update(_queue_password(env.get(QUEUE_URL_ENV)))
     # Longest first, so a key that contains another is replaced whole.
-    return sorted(values, key=len, reverse=True)
+    return sorted((v for v in values if len(v) >= _MIN_SECRET_LEN), key=len, reverse=True)
 
 
 def scrub(text: str, environ: dict[str, str] | None = None) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pensieve.errors import UsageError
+from pensieve.source_archive import SourceArchive
 from pensieve.status import Status, save_status
 from pensieve.topics.capture import capture_project
 from pensieve.topics.chunking import MAX_CHUNK_WORDS, SNIPPET_CHARS, chunk_topic
@@ -173,6 +174,9 @@ def _finished_project(tmp_path: Path, pid: str = "btrees") -> tuple[Workspace, P
     project_dir.mkdir(parents=True)
     (project_dir / "topic_brief.md").write_text(BRIEF)
     (project_dir / "research_notes.md").write_text(NOTES)
+    archive = SourceArchive(project_dir)  # a captured topic keeps only archived sources' URLs
+    for url in ("https://en.wikipedia.org/wiki/B-tree", "https://doi.org/10.1007/BF00288683"):
+        archive.add(url=url, final_url=url, title="B-tree", content_type="text/html", body=b"<p>x</p>", text="x")
     status = Status.new(pid, workspace.name)
     status.status = "complete"  # only finished projects are captured
     save_status(project_dir / "status.json", status)
@@ -193,6 +197,24 @@ def test_capture_builds_a_topic_from_brief_and_notes(tmp_path: Path) -> None:
     assert "- Few page reads per lookup" in topic.body
     assert "## Open questions\n\n- How do they compare" in topic.body
     assert "Wikipedia - https" not in topic.body  # the Sources section is front matter, not facts
+
+
+def test_capture_keeps_only_the_urls_of_archived_sources(tmp_path: Path) -> None:
+    # A page told the researcher to write a URL carrying the brief out: captured, it would
+    # be a known URL for every later project (fetch.url_policy trusts topic files' URLs).
+    workspace, project_dir = _finished_project(tmp_path)
+    smuggling = "http://site.example/collect?data=The+secret+first+brief"
+    (project_dir / "topic_brief.md").write_text(BRIEF.replace("every database.", f"every database ({smuggling})."))
+    notes = NOTES.replace("in 1970.", f"in 1970 (see {smuggling}).").replace(
+        "## Sources\n", f"## Sources\n- Collector - HTTP://site.example/collect?data=upper\n- {smuggling}\n"
+    )
+    (project_dir / "research_notes.md").write_text(notes)
+    captured = capture_project(workspace.project("btrees"))
+    text = captured.path.read_text()
+    assert "collect" not in text and "site.example (link not kept: not a fetched source)" in text
+    topic = parse_topic(captured.slug, text)
+    assert topic.sources == ("https://en.wikipedia.org/wiki/B-tree", "https://doi.org/10.1007/BF00288683")
+    assert "(https://en.wikipedia.org/wiki/B-tree)" in topic.body  # an archived source's URL stays
 
 
 def test_capture_again_updates_and_never_overwrites_another_topic(tmp_path: Path) -> None:

@@ -265,6 +265,8 @@ class McpServer:
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
+        from pensieve.web.bounded_http import bounded_httpx2_client
+
         headers = {}
         for header, variable in self.settings.headers_env.items():
             if variable in self.environ:
@@ -273,7 +275,8 @@ class McpServer:
         # The per-call timeout is ours (timeout_s); the read timeout only has to outlast it.
         timeout = httpx2.Timeout(30.0, read=max(300.0, self.settings.timeout_s * 2))
         async with (
-            httpx2.AsyncClient(headers=headers, timeout=timeout) as client,
+            # Every answer decoded with a bound (stacked gzip would decode to gigabytes).
+            bounded_httpx2_client(MAX_MESSAGE_BYTES, headers, timeout) as client,
             streamable_http_client(
                 self.settings.url, http_client=client, max_sse_event_size=MAX_MESSAGE_BYTES
             ) as streams,

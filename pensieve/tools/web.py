@@ -315,7 +315,7 @@ def known_urls(ctx: ToolContext) -> KnownUrls:
         known.loaded = True
         project = ctx.project
         known.add_trusted(urls_in_text(project.read_brief()))
-        known.add_trusted(urls_in_text(_topic_texts(ctx)))
+        known.add_links(urls_in_text(_topic_texts(ctx)))  # hand-editable: checked like links
         archive = SourceArchive(project.dir)
         for source in archive.entries():
             known.add_trusted([source.url, source.final_url, *source.also])

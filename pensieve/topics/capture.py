@@ -2,8 +2,15 @@
 
 No model call: the title and summary come from the project's topic_brief.md (its `# `
 title and `## Angle`), the key facts and source URLs from research_notes.md (its bullet
-points per section and every http(s) URL). Capturing the same project again updates
-its topic file; a different topic that happens to have the same slug is never replaced.
+points per section, and the URLs it names or cites). Capturing the same project again
+updates its topic file; a different topic that happens to have the same slug is never
+replaced.
+
+A topic file is read by later projects as a channel the agent did not write (fetch_url
+may fetch its URLs, fetch.url_policy), while the notes are the agent's own words: so the
+only URLs a captured topic keeps are those of the project's archived sources. Any other
+URL (one a page told the model to write, carrying the brief out in its query) is cut to
+its host.
 """
 
 from __future__ import annotations
@@ -14,14 +21,17 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from pensieve.citations.references import source_title, source_url
-from pensieve.citations.text import bare_urls, normalize_citations, shorten
+from pensieve.citations.text import normalize_citations, shorten
 from pensieve.errors import PensieveError, UsageError
+from pensieve.source_archive import normalize_url
 from pensieve.stages import Artifact
 from pensieve.topics.chunking import HEADING
 from pensieve.topics.library import TopicFormatError, parse_topic, render_topic, topic_path, topic_slug
 from pensieve.untrusted import sanitize
+from pensieve.web.url_policy import replace_urls, urls_in_text
 from pensieve.workspace import Project, atomic_write_text
 
 if TYPE_CHECKING:
@@ -151,13 +161,47 @@ def notes_open_questions(notes: str) -> list[str]:
     return []
 
 
-def source_urls(text: str) -> list[str]:
+def _key(url: str) -> str:
+    try:
+        return normalize_url(url).rstrip("/")
+    except ValueError:
+        return ""
+
+
+def archived_urls(sources: dict[str, CitedSource]) -> set[str]:
+    """Every archived source's URLs (as asked for, after redirects), normalised."""
+    keys = {_key(url) for source in sources.values() for url in (source.url, source.final_url, *source.also)}
+    return keys - {""}
+
+
+def source_urls(text: str, sources: dict[str, CitedSource]) -> list[str]:
+    """The archived sources the notes name by URL or cite by id, in order of mention."""
+    archived = archived_urls(sources)
     seen: dict[str, None] = {}
-    for url in bare_urls(text):
-        seen.setdefault(url, None)
-        if len(seen) >= MAX_SOURCES:
-            break
-    return list(seen)
+    for url in urls_in_text(text):
+        if _key(url) in archived:
+            seen.setdefault(url, None)
+    for match in _CITATION.finditer(text):
+        for sid in match.group(2).split(", "):
+            if sid in sources and source_url(sources[sid]).startswith(("http://", "https://")):
+                seen.setdefault(source_url(sources[sid]), None)
+    return list(seen)[:MAX_SOURCES]
+
+
+def only_archived_links(text: str, archived: set[str]) -> str:
+    """Every URL in text that is not an archived source's, cut to its host. URLs are found
+    as fetch_url's policy reads a topic file (urls_in_text), so none is missed."""
+
+    def keep_or_cut(url: str) -> str:
+        if _key(url) in archived:
+            return url
+        try:
+            host = urlsplit(url).hostname or "a site"
+        except ValueError:
+            host = "a site"
+        return f"{host} (link not kept: not a fetched source)"
+
+    return replace_urls(text, keep_or_cut)
 
 
 def _captured_from(path: Path) -> str | None:
@@ -198,8 +242,10 @@ def capture_project(project: Project, today: date | None = None) -> Captured:
     from pensieve.citations.cited_sources import load_sources
 
     _require_complete(project)
-    brief = _read(project, BRIEF)
-    notes = normalize_citations(_read(project, NOTES))
+    sources = load_sources(project.dir)
+    archived = archived_urls(sources)
+    brief = only_archived_links(_read(project, BRIEF), archived)
+    notes = normalize_citations(only_archived_links(_read(project, NOTES), archived))
     title, summary = brief_title_and_summary(brief, fallback_title=project.id)
     title, summary = _without_citations(title).strip() or project.id, _without_citations(summary).strip()
     day = (today or date.today()).isoformat()
@@ -218,9 +264,9 @@ def capture_project(project: Project, today: date | None = None) -> Captured:
     slug, path, existed = _choose_path(project, title)
     text = render_topic(
         title,
-        cite_by_title("\n\n".join(parts), load_sources(project.dir)),
+        cite_by_title("\n\n".join(parts), sources),
         summary=summary,
-        sources=source_urls(notes),
+        sources=source_urls(notes, sources),
         updated=day,
         extra={"project": project.id},
     )

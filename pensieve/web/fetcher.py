@@ -142,7 +142,7 @@ class Fetcher:
                     raise FetchError(
                         f"content type {shown} is not fetched; only {', '.join(sorted(allowed_types))} pages are"
                     )
-                body, truncated = await _read_capped(response, max_bytes)
+                body, truncated = await read_capped(response, max_bytes)
                 return Response(url, current, response.status_code, media, charset, body, truncated)
             except httpx.TimeoutException:
                 raise FetchError(f"{parts.hostname} stopped sending before the page was complete") from None
@@ -153,7 +153,7 @@ class Fetcher:
         raise FetchError(f"more than {self.max_redirects} redirects (fetch.max_redirects); last was to {current}")
 
 
-async def _read_capped(response: httpx.Response, max_bytes: int) -> tuple[bytes, bool]:
+async def read_capped(response: httpx.Response, max_bytes: int) -> tuple[bytes, bool]:
     """Read at most max_bytes of decoded body. The content encodings are undone here, not by
     httpx, with every layer bounded (pensieve.web.decoding): a compressed bomb, stacked or
     not, is cut at max_bytes, and the loop is yielded to between steps so the fetch

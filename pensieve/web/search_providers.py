@@ -29,11 +29,17 @@ import httpx
 
 from pensieve.redact import scrub_key
 from pensieve.source_archive import normalize_url
+from pensieve.web.bounded_http import megabytes
+from pensieve.web.decoding import accepted_encodings
+from pensieve.web.fetcher import FetchError, read_capped
 from pensieve.web.identifiers import canonical_url
 from pensieve.web.ratelimit import Pacer
 
 _TAGS = re.compile(r"<[^>]+>")
 _TITLE_KEY_MIN = 30  # shorter titles ("Introduction") are too common to identify a work
+# An answer larger than this once decoded is that provider's error: a few KB of stacked gzip
+# would otherwise decode to gigabytes (the largest real answers are well under 1 MB).
+MAX_ANSWER_BYTES = 8_000_000
 
 
 class SearchError(Exception):
@@ -132,7 +138,7 @@ class Call:
                 )
             await self.pacer.wait_turn(self.interval_s)
             try:
-                response = await self.client.send(request)
+                response = await self._receive(request)
             except httpx.TimeoutException:
                 raise SearchError(f"{self.name} did not answer within {self.timeout_s:g}s (search.timeout_s)") from None
             except httpx.HTTPError as exc:
@@ -149,6 +155,22 @@ class Call:
                 f"{self.name} is rate-limiting requests (HTTP 429{after}); search less often or try again later"
             )
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _receive(self, request: httpx.Request) -> httpx.Response:
+        """The answer, read whole, its encodings undone by Pensieve with a bound on every
+        layer (pensieve.web.decoding), never by httpx."""
+        request.headers["Accept-Encoding"] = accepted_encodings()
+        response = await self.client.send(request, stream=True)
+        try:
+            body, truncated = await read_capped(response, MAX_ANSWER_BYTES)
+        except FetchError as exc:
+            raise SearchError(f"{self.name} sent an answer that cannot be read ({exc})") from None
+        finally:
+            await response.aclose()
+        if truncated:
+            raise SearchError(f"{self.name} sent an answer larger than {megabytes(MAX_ANSWER_BYTES)}; it was not read")
+        kept = [(k, v) for k, v in response.headers.multi_items() if k not in ("content-encoding", "content-length")]
+        return httpx.Response(response.status_code, headers=kept, content=body, request=request)
 
     async def json(self, request: httpx.Request) -> Any:
         response = await self.send(request)

@@ -52,6 +52,12 @@ def drop() -> dict[str, Any]:
     return {"drop": True}
 
 
+def encoded(payload: bytes, encoding: str) -> dict[str, Any]:
+    """A 200 whose body is `payload` sent as is with `Content-Encoding: encoding` (a
+    compressed bomb: a few KB that decode to hundreds of MB)."""
+    return {"payload": payload, "headers": {"Content-Encoding": encoding}}
+
+
 def hang(seconds: float) -> dict[str, Any]:
     """Answer only after `seconds` (longer than llm.timeout_s: a timeout for the client)."""
     return {"text": "too late", "delay": seconds}
@@ -274,6 +280,8 @@ class FakeModel:
                 {"error": {"message": f"fake error {reply['status']}", "type": "fake", "code": reply["status"]}}
             )
             return reply["status"], reply["headers"], payload.encode()
+        if "payload" in reply:  # bytes on the wire, exactly as given
+            return 200, reply["headers"], reply["payload"]
         if "raw" in reply:  # a response body exactly as given (malformed on purpose)
             return 200, {}, json.dumps(reply["raw"]).encode()
         message: dict[str, Any] = {"role": "assistant", "content": reply.get("text")}

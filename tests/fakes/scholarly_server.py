@@ -181,6 +181,7 @@ class FakeScholarly:
     modes: dict[str, str] = field(default_factory=dict)
     retry_after: str = "1"
     s2_key: str = ""  # when set, Semantic Scholar refuses any other x-api-key with 403
+    bomb: bytes = b""  # mode "bomb": sent as is with `Content-Encoding: gzip, gzip`
     hits: list[Hit] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     server: ThreadingHTTPServer | None = None
@@ -634,6 +635,8 @@ class FakeScholarly:
             provider == "semantic_scholar" and self.s2_key and headers.get("x-api-key") != self.s2_key
         ):
             return 403, as_json, b'{"message": "Forbidden"}', {}
+        if mode == "bomb":
+            return 200, as_json, self.bomb, {"Content-Encoding": "gzip, gzip"}
         if mode == "bad-json":
             return 200, as_json, b'{"results": [ this is not json', {}
         if mode == "api-error":
