@@ -5,7 +5,8 @@ secrets scrubbed whatever their names, and the batch budget and briefs validated
 from __future__ import annotations
 
 import json
-import os
+import subprocess
+import sys
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ from pensieve.tools.web import fetch_url
 from pensieve.web import ratelimit
 from pensieve.web.decoding import accepted_encodings
 from tests.conftest import Home
-from tests.fakes.cli_process import child_env, exec_cli
+from tests.fakes.cli_process import child_env
 from tests.fakes.http import QuietHandler, close, serve
 from tests.fakes.model_server import call, encoded, error, text
 from tests.fakes.scholarly_server import FakeScholarly
@@ -63,13 +64,35 @@ def search_bomb() -> bytes:
     return _gzip_gzip_bomb(300)  # the same for a search at 300 MB: it is parsed less
 
 
+# Linux keeps a process's peak RSS across fork and exec: a `pensieve` child of the test
+# process would report the test process's own peak (hundreds of MB once a test in the
+# same worker loaded the embedding model). A small launcher, started fresh, starts the
+# command and reports the peak of that grandchild alone.
+_LAUNCHER = (
+    "import os, subprocess, sys\n"
+    "out, err, *command = sys.argv[1:]\n"
+    "with open(out, 'wb') as stdout, open(err, 'wb') as stderr:\n"
+    "    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr)\n"
+    "_pid, status, usage = os.wait4(child.pid, 0)\n"
+    "print(os.waitstatus_to_exitcode(status), usage.ru_maxrss // 1024)\n"
+)
+
+
 def _run_measured(home: Home, args: list[str], tmp: Path) -> tuple[int, int, str]:
-    """(exit status, peak RSS in MB, stderr) of `pensieve ARGS` in a child process."""
+    """(exit status, peak RSS in MB, stderr) of `pensieve ARGS` in a process of its own."""
     out, err = tmp / "out.txt", tmp / "err.txt"
-    process = exec_cli(args, child_env(home.path), home.path, out, err)
-    _pid, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return process.returncode, usage.ru_maxrss // 1024, err.read_text()
+    command = [sys.executable, "-m", "pensieve", *args]
+    launched = subprocess.run(
+        [sys.executable, "-c", _LAUNCHER, str(out), str(err), *command],
+        env=child_env(home.path),
+        cwd=home.path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    code, rss_mb = (int(word) for word in launched.stdout.split())
+    return code, rss_mb, err.read_text()
 
 
 def test_a_model_answer_of_stacked_encodings_is_cut_and_fails_cleanly(
