@@ -228,8 +228,10 @@ def load_index(path: Path) -> tuple[TopicIndex, str | None]:
         return cached[1], None
     try:
         index = TopicIndex.from_file(path)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        return TopicIndex.empty(), f"topic index {path} was unreadable ({exc}); rebuilding it"
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        # RecursionError: a planted manifest nested thousands deep is as unreadable as any.
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return TopicIndex.empty(), f"topic index {path} was unreadable ({reason}); rebuilding it"
     if index.embedding_id != EMBEDDING_ID:
         return TopicIndex.empty(), None  # another model or chunker: re-embed everything
     _cache[path] = (identity, index)

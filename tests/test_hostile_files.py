@@ -1,0 +1,229 @@
+"""Hostile input on disk (issue 15, second audit): planted trees, FIFOs, nested and giant
+files, and concurrent writers. Each test fails without its fix, and none takes long: big
+files are sparse, hangs are caught by a timeout and memory by tracemalloc."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pensieve.errors import CorruptState, UsageError
+from pensieve.events import Event, EventKind, EventLog, read_events
+from pensieve.evidence.store import load_evidence
+from pensieve.stages import BY_NAME
+from pensieve.workspace import Workspace, find_link, remove_stale_temporaries
+from tests.conftest import Home
+
+# --------------------------------------------------------------------------------------
+# Deep trees: no walk or delete recurses, and a tree too deep or too large to check is
+# refused rather than accepted unchecked.
+
+
+def _deep_chain(parent: Path, levels: int) -> Path:
+    """parent/d/d/.../d, `levels` deep (made relative to open directories: the path is
+    longer than the system's limit). Returns its top."""
+    parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(levels):
+            os.mkdir("d", dir_fd=fd)
+            child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    finally:
+        os.close(fd)
+    return parent / "d"
+
+
+def _remove_chain(top: Path) -> None:
+    """Undo _deep_chain one level at a time with short paths (shutil.rmtree, which pytest
+    uses to clean up, recurses and would fail on it)."""
+    spare = top.parent / "spare"
+    while (top / "d").is_dir():
+        (top / "d").rename(spare)
+        top.rmdir()
+        spare.rename(top)
+    top.rmdir()
+
+
+@pytest.mark.parametrize("where", ["scratch", ".tmp-left"])
+def test_a_planted_deep_tree_is_refused_with_one_line(home: Home, where: str) -> None:
+    pid = home.new()
+    top = _deep_chain(home.project_dir(pid) / where, 1200)
+    try:
+        for command in (["run", pid], ["status", pid]):
+            result = home.run(*command)
+            assert result.exit_code == 2, (command, result.stderr)
+            assert "nested too deeply" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    finally:
+        _remove_chain(top)
+    assert home.model.requests == []
+    assert home.run("status", pid).exit_code == 0  # the same project, once cleaned
+
+
+@contextlib.contextmanager
+def _stack_limit(spare: int) -> Iterator[None]:
+    """Only `spare` more frames than the caller has: a walk that recurses per level fails."""
+    depth, frame = 0, sys._getframe()
+    while frame.f_back is not None:
+        depth, frame = depth + 1, frame.f_back
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(depth + spare)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def test_temporaries_and_staging_are_deleted_without_recursion(tmp_path: Path) -> None:
+    from pensieve.commit import clear_staging
+
+    workspace = Workspace(tmp_path, "default")
+    project = workspace.project("alpha")
+    (project.dir).mkdir(parents=True)
+    (project.dir / "status.json").write_text("{}")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.md").write_text("keep")
+    for where in (".tmp-left", "scratch/.tmp-x", ".staging/refiner"):
+        top = _deep_chain(project.dir / where, 60)
+        (top / "note.md").write_text("x")
+        (top / "link").symlink_to(outside, target_is_directory=True)
+    with _stack_limit(40):
+        removed = remove_stale_temporaries(project.dir)
+        clear_staging(project, BY_NAME["refiner"])
+    assert sorted(p.relative_to(project.dir).as_posix() for p in removed) == [".tmp-left", "scratch/.tmp-x"]
+    assert sorted(p.name for p in project.dir.iterdir()) == [".staging", "scratch", "status.json"]
+    assert list((project.dir / ".staging").iterdir()) == [] and list((project.dir / "scratch").iterdir()) == []
+    assert (outside / "keep.md").read_text() == "keep"
+
+
+def test_remove_tree_refuses_a_tree_deeper_than_its_bound(tmp_path: Path) -> None:
+    from pensieve.workspace import remove_tree
+
+    top = _deep_chain(tmp_path / "tree", 80)
+    with pytest.raises(OSError, match="nested more than 64"):
+        remove_tree(top)
+    remove_tree(top, max_depth=100)
+    assert not top.exists()
+
+
+def test_a_tree_too_large_to_check_for_links_is_refused(home: Home, tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    (root / "aaa").mkdir(parents=True)
+    for n in range(60):
+        (root / "aaa" / f"f{n}").touch()
+    with pytest.raises(UsageError, match="too many files to check for links: more than 50"):
+        find_link(root, max_entries=50)
+    home.monkeypatch.setattr("pensieve.workspace.MAX_TREE_ENTRIES", 100)
+    pid = home.new()
+    (home.project_dir(pid) / "aaa").mkdir()
+    for n in range(150):
+        (home.project_dir(pid) / "aaa" / f"f{n}").touch()
+    for command in (["run", pid], ["status", pid], ["sources", pid]):
+        result = home.run(*command)
+        assert result.exit_code == 2 and "too many files to check for links" in result.stderr, result.stderr
+    assert home.model.requests == []
+
+
+# --------------------------------------------------------------------------------------
+# FIFOs (and other special files) planted in a project: refused, and never opened in a
+# way that blocks.
+
+
+def _unblock(fifo: Path) -> None:
+    """Open both ends without blocking, so a reader or writer stuck on the FIFO goes on."""
+    for flags in (os.O_RDONLY | os.O_NONBLOCK, os.O_WRONLY | os.O_NONBLOCK):
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, flags))
+
+
+def _within(seconds: float, fifo: Path, action: Callable[[], Any]) -> Any:
+    """action() in a thread; fails (after unsticking it) when it does not finish in time."""
+    outcome: list[Any] = []
+
+    def target() -> None:
+        try:
+            outcome.append(action())
+        except BaseException as exc:  # handed to the test
+            outcome.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    stuck = thread.is_alive()
+    while thread.is_alive():
+        _unblock(fifo)
+        thread.join(0.1)
+    assert not stuck, f"blocked on the FIFO {fifo.name}"
+    return outcome[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "commands"),
+    [("events.jsonl", ["run"]), ("evidence.json", ["status", "check"]), ("scratch/pipe", ["run", "sources"])],
+)
+def test_a_planted_fifo_is_refused_and_nothing_hangs(home: Home, name: str, commands: list[str]) -> None:
+    pid = home.new()
+    fifo = home.project_dir(pid) / name
+    fifo.parent.mkdir(exist_ok=True)
+    os.mkfifo(fifo)
+    for command in commands:
+        result = _within(10, fifo, functools.partial(home.run, command, pid))
+        assert not isinstance(result, BaseException), result
+        assert result.exit_code == 2 and "a FIFO (named pipe)" in result.stderr and name in result.stderr
+    assert home.model.requests == []
+
+
+def test_the_event_log_and_evidence_never_block_on_a_fifo(tmp_path: Path) -> None:
+    fifo = tmp_path / "events.jsonl"
+    os.mkfifo(fifo)
+    assert isinstance(_within(5, fifo, lambda: EventLog(fifo)(Event(EventKind.NOTE, None, {}))), OSError)
+    assert _within(5, fifo, lambda: read_events(fifo)) == []
+    os.mkfifo(tmp_path / "evidence.json")
+    assert isinstance(_within(5, tmp_path / "evidence.json", lambda: load_evidence(tmp_path)), CorruptState)
+
+
+# --------------------------------------------------------------------------------------
+# Deeply nested data in evidence.json and the topic index.
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def test_a_deeply_nested_evidence_file_is_corrupt_state_and_list_shows_the_row(home: Home) -> None:
+    pid = home.new()
+    (home.project_dir(pid) / "evidence.json").write_text('{"artifacts": {"final.md": ' + DEEP + "}}")
+    with pytest.raises(CorruptState, match="nested too deeply"):
+        load_evidence(home.project_dir(pid))
+    result = home.run("status", pid)
+    assert result.exit_code == 0, result.stderr
+    for args in (["list"], ["list", "--json"]):
+        result = home.run(*args)
+        assert result.exit_code == 0 and pid in result.stdout, result.stderr
+    (row,) = json.loads(home.run("list", "--json").stdout)
+    assert row["status"] == "pending" and row["supported_share"] is None
+
+
+def test_a_deeply_nested_topic_index_is_rebuilt(tmp_path: Path) -> None:
+    import numpy as np
+
+    from pensieve.topics.embedder import DIMENSION
+    from pensieve.topics.index import load_index
+
+    buffer = io.BytesIO()
+    manifest = np.frombuffer(('{"format": ' + DEEP + "}").encode(), dtype=np.uint8)
+    np.savez(buffer, vectors=np.zeros((0, DIMENSION), dtype=np.float32), manifest=manifest)
+    path = tmp_path / "topics.npz"
+    path.write_bytes(buffer.getvalue())
+    index, trouble = load_index(path)
+    assert index.files == [] and trouble is not None and "nested too deeply" in trouble
