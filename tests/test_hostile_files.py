@@ -11,16 +11,21 @@ import json
 import os
 import sys
 import threading
+import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pensieve.config import Settings
+from pensieve.dispatch import ToolBox
 from pensieve.errors import CorruptState, UsageError
 from pensieve.events import Event, EventKind, EventLog, read_events
 from pensieve.evidence.store import load_evidence
 from pensieve.stages import BY_NAME
+from pensieve.tools import catalog
+from pensieve.tools.registry import ToolContext
 from pensieve.workspace import Workspace, find_link, remove_stale_temporaries
 from tests.conftest import Home
 
@@ -227,3 +232,82 @@ def test_a_deeply_nested_topic_index_is_rebuilt(tmp_path: Path) -> None:
     path.write_bytes(buffer.getvalue())
     index, trouble = load_index(path)
     assert index.files == [] and trouble is not None and "nested too deeply" in trouble
+
+
+# --------------------------------------------------------------------------------------
+# Resource bounds in the file tools: only what is returned (or could be written) is read.
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[ToolBox, Path]:
+    workspace = Workspace(tmp_path / "home", "default")
+    directory = workspace.projects_dir / "alpha"
+    (directory / "scratch").mkdir(parents=True)
+    (directory / "brief.md").write_text("brief")
+    (directory / "status.json").write_text("{}")
+    project = workspace.project("alpha")
+    ctx = ToolContext(project, BY_NAME["refiner"], Settings(), EventLog(project.events_path), {})
+    names = ("read_project_file", "write_project_file", "edit_project_file")
+    return ToolBox(ctx, [catalog()[name] for name in names], {}), directory
+
+
+def _sparse(path: Path, size: int, at: int = 0, data: bytes = b"") -> Path:
+    """A file of `size` bytes that takes no space: NULs, with `data` written at `at`."""
+    with path.open("wb") as handle:
+        handle.truncate(size)
+        handle.seek(at)
+        handle.write(data)
+    return path
+
+
+@contextlib.contextmanager
+def _peak_memory() -> Iterator[list[int]]:
+    """The peak of Python's allocations (all threads) while the block runs, in bytes."""
+    tracemalloc.start()
+    peak: list[int] = []
+    try:
+        yield peak
+    finally:
+        peak.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+
+
+async def _call(toolbox: ToolBox, name: str, **arguments: Any) -> str:
+    outcome = await toolbox.call(name, json.dumps(arguments))
+    assert outcome.is_error == outcome.text.startswith("Error:")
+    return outcome.text
+
+
+async def test_read_project_file_offsets_count_the_file_characters(files: tuple[ToolBox, Path]) -> None:
+    toolbox, directory = files
+    (directory / "scratch" / "accents.md").write_text("é" * 300_000 + "MARK and the end")
+    result = await _call(toolbox, "read_project_file", filename="scratch/accents.md", offset=300_000)
+    assert "characters 300,000 to 300,016 of 300,016" in result and "\nMARK and the end\n" in result
+    # NULs are characters of the file too (the old reader counted in its sanitized text).
+    _sparse(directory / "scratch" / "sparse.md", 30_000_000, 20_000_000, b"needle")
+    result = await _call(toolbox, "read_project_file", filename="scratch/sparse.md", offset=20_000_000)
+    assert "characters 20,000,000 to 20,200,000 of 30,000,000" in result and "\nneedle" in result
+    assert "offset=20200000) reads on" in result
+
+
+async def test_read_project_file_at_a_far_offset_reads_a_bounded_part(files: tuple[ToolBox, Path]) -> None:
+    toolbox, directory = files
+    _sparse(directory / "scratch" / "big.md", 200_000_000, 150_000_000, b"far away")
+    with _peak_memory() as peak:
+        result = await _call(toolbox, "read_project_file", filename="scratch/big.md", offset=150_000_000)
+    assert "past what read_project_file reads" in result and "first 32,000,000 bytes" in result
+    assert peak[0] < 8_000_000
+    result = await _call(toolbox, "read_project_file", filename="scratch/big.md", offset=31_999_990)
+    assert "of more than 32,000,000" in result and "the file goes on for 168,000,000 more bytes" in result
+
+
+async def test_edit_project_file_refuses_a_file_too_large_to_write(files: tuple[ToolBox, Path]) -> None:
+    toolbox, directory = files
+    _sparse(directory / "scratch" / "big.md", 64_000_000, 0, b"old words")
+    with _peak_memory() as peak:
+        result = await _call(toolbox, "edit_project_file", filename="scratch/big.md", old_text="old", new_text="new")
+    assert result.startswith("Error:") and "larger than 4,000,000 bytes" in result
+    assert peak[0] < 8_000_000
+    (directory / "scratch" / "small.md").write_text("old words")
+    result = await _call(toolbox, "edit_project_file", filename="scratch/small.md", old_text="old", new_text="new")
+    assert result.startswith("Edited") and (directory / "scratch" / "small.md").read_text() == "new words"
