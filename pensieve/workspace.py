@@ -43,6 +43,11 @@ RESERVED_DIRS = frozenset({STAGING_DIR, HISTORY_DIR})
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 MAX_BRIEF_BYTES = 100_000
+# Bounds on what Pensieve reads of its own files: more than `new` writes as a brief (with
+# room for a hand edit), and far more than any status.json. A larger one was planted, and
+# reading it whole would cost `list` seconds and gigabytes per project.
+MAX_BRIEF_FILE_BYTES = 2 * MAX_BRIEF_BYTES
+MAX_STATUS_BYTES = 4_000_000
 
 
 # A project tree is walked without recursion and within these bounds; a tree beyond them is
@@ -438,7 +443,7 @@ class Project:
 
     def read_brief(self) -> str:
         try:
-            return read_file_nofollow(self.dir / BRIEF_FILE, MAX_BRIEF_BYTES * 2).decode("utf-8", errors="replace")
+            return read_file_nofollow(self.dir / BRIEF_FILE, MAX_BRIEF_FILE_BYTES).decode("utf-8", errors="replace")
         except OSError:
             return ""
 

@@ -311,3 +311,36 @@ async def test_edit_project_file_refuses_a_file_too_large_to_write(files: tuple[
     (directory / "scratch" / "small.md").write_text("old words")
     result = await _call(toolbox, "edit_project_file", filename="scratch/small.md", old_text="old", new_text="new")
     assert result.startswith("Edited") and (directory / "scratch" / "small.md").read_text() == "new words"
+
+
+# --------------------------------------------------------------------------------------
+# `list` (and list_projects) read a bounded amount of each project's files.
+
+
+def test_list_shows_a_giant_brief_or_status_as_unreadable_without_reading_it(home: Home) -> None:
+    from pensieve.project_list import summarize_projects
+
+    big_brief, big_status, fine = home.new("One", "--id", "one"), home.new("Two", "--id", "two"), home.new()
+    _sparse(home.project_dir(big_brief) / "brief.md", 64_000_000, 0, b"Huge brief")
+    _sparse(home.project_dir(big_status) / "status.json", 64_000_000, 0, b"{")
+    workspace = Workspace(home.path, "default")
+    summarize_projects(workspace)  # imports done before measuring
+    with _peak_memory() as peak:
+        rows = {row.id: row for row in summarize_projects(workspace)}
+    assert peak[0] < 8_000_000
+    assert rows[big_brief].status == rows[big_status].status == "unreadable" and rows[fine].status == "pending"
+    assert rows[big_brief].brief == "(brief.md is too large to read)"
+    listed = {row["id"]: row for row in json.loads(home.run("list", "--json").stdout)}
+    assert listed[big_status]["brief"] == "(status.json is too large to read)"
+
+
+def test_a_giant_status_is_refused_unread_and_repair_does_not_copy_it(home: Home) -> None:
+    pid = home.new()
+    status = _sparse(home.project_dir(pid) / "status.json", 64_000_000, 0, b"{")
+    result = home.run("status", pid)
+    assert result.exit_code == 2 and "larger than 4,000,000 bytes" in result.stderr, result.stderr
+    assert "pensieve repair" in result.stderr and not list(home.project_dir(pid).glob("status.corrupt-*"))
+    assert home.run("repair", pid).exit_code == 0
+    (kept,) = home.project_dir(pid).glob("status.replaced-*.json")
+    assert kept.stat().st_size == 64_000_000 and kept.stat().st_blocks * 512 < 1_000_000  # still sparse
+    assert status.stat().st_size < 10_000 and home.run("status", pid).exit_code == 0
