@@ -185,9 +185,11 @@ def fsync_dir(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def _replacing(path: Path) -> Iterator[tuple[BinaryIO, str]]:
+def _replacing(path: Path, replace: bool = True) -> Iterator[tuple[BinaryIO, str]]:
     """Write `path` through a temporary file in its directory: afterwards it is either
-    complete or as it was. Yields the open temporary file and its name."""
+    complete or as it was. Yields the open temporary file and its name. Without `replace`,
+    an existing path is left as it is and FileExistsError raised (checked atomically: of
+    concurrent writers, exactly one creates the file)."""
     _refuse_linked_parent(path.parent)
     path.parent.mkdir(parents=True, exist_ok=True)
     _refuse_linked_parent(path.parent)
@@ -200,7 +202,10 @@ def _replacing(path: Path) -> Iterator[tuple[BinaryIO, str]]:
             yield handle, tmp
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        if replace:
+            os.replace(tmp, path)
+        elif not rename_noreplace(Path(tmp), path):
+            raise FileExistsError(errno.EEXIST, "already exists", str(path))
     except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -211,16 +216,17 @@ def _replacing(path: Path) -> Iterator[tuple[BinaryIO, str]]:
     fsync_dir(path.parent)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Every file Pensieve writes goes through here: configured secrets are scrubbed first."""
+def atomic_write_bytes(path: Path, data: bytes, *, replace: bool = True) -> None:
+    """Every file Pensieve writes goes through here: configured secrets are scrubbed first.
+    replace=False: create path, or raise FileExistsError if it exists (see _replacing)."""
     data = scrub_secret_bytes(data)
-    with _replacing(path) as (handle, _tmp):
+    with _replacing(path, replace) as (handle, _tmp):
         handle.write(data)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str, *, replace: bool = True) -> None:
     # "replace": a lone surrogate (possible in JSON from a model) must not make a write fail.
-    atomic_write_bytes(path, text.encode("utf-8", errors="replace"))
+    atomic_write_bytes(path, text.encode("utf-8", errors="replace"), replace=replace)
 
 
 def atomic_copy(src: Path, dst: Path) -> None:
@@ -539,7 +545,8 @@ def create_project(
 
 def rename_noreplace(src: Path, dst: Path) -> bool:
     """Rename src to dst unless dst exists (atomically: renameat2 RENAME_NOREPLACE); False
-    when dst exists. Where the kernel lacks it, a directory made at dst claims the name."""
+    when dst exists. Where the kernel lacks it, a hard link claims the name for a file and a
+    directory made at dst for a directory (both fail when dst exists)."""
     try:
         _renameat2(src, dst)
         return True
@@ -548,6 +555,13 @@ def rename_noreplace(src: Path, dst: Path) -> bool:
     except OSError as exc:
         if exc.errno not in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
             raise
+    if not src.is_dir():
+        try:
+            os.link(src, dst, follow_symlinks=False)  # atomic: exactly one creator succeeds
+        except FileExistsError:
+            return False
+        os.unlink(src)
+        return True
     try:
         os.mkdir(dst)  # atomic: exactly one creator succeeds
     except FileExistsError:

@@ -5,12 +5,15 @@ files are sparse, hangs are caught by a timeout and memory by tracemalloc."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import io
 import json
 import os
+import subprocess
 import sys
 import threading
+import time
 import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,6 +31,7 @@ from pensieve.tools import catalog
 from pensieve.tools.registry import ToolContext
 from pensieve.workspace import Workspace, find_link, remove_stale_temporaries
 from tests.conftest import Home
+from tests.fakes.cli_process import child_env
 
 # --------------------------------------------------------------------------------------
 # Deep trees: no walk or delete recurses, and a tree too deep or too large to check is
@@ -344,3 +348,125 @@ def test_a_giant_status_is_refused_unread_and_repair_does_not_copy_it(home: Home
     (kept,) = home.project_dir(pid).glob("status.replaced-*.json")
     assert kept.stat().st_size == 64_000_000 and kept.stat().st_blocks * 512 < 1_000_000  # still sparse
     assert status.stat().st_size < 10_000 and home.run("status", pid).exit_code == 0
+
+
+# --------------------------------------------------------------------------------------
+# Concurrent writers of one topic: one creates it, the others are told (or take a new slug).
+
+
+def _slowly(monkeypatch: pytest.MonkeyPatch, module: str) -> None:
+    """Widen the window between deciding where to write and writing (render_topic runs in
+    it in the code that checked first and wrote later) so concurrent calls overlap."""
+    from pensieve.topics.library import render_topic
+
+    def render(*args: Any, **kwargs: Any) -> str:
+        time.sleep(0.3)
+        return render_topic(*args, **kwargs)
+
+    monkeypatch.setattr(f"{module}.render_topic", render)
+
+
+def _in_threads(count: int, action: Callable[[int], Any]) -> list[Any]:
+    outcomes: list[Any] = [None] * count
+
+    def run(n: int) -> None:
+        try:
+            outcomes[n] = action(n)
+        except Exception as exc:  # handed to the test
+            outcomes[n] = exc
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return outcomes
+
+
+def test_concurrent_topics_add_of_one_title_creates_it_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pensieve.topics.library import add_topic
+
+    workspace = Workspace(tmp_path, "default")
+    _slowly(monkeypatch, "pensieve.topics.library")
+    outcomes = _in_threads(6, lambda n: add_topic(workspace, "Same topic", f"body {n}"))
+    (winner,) = [n for n, outcome in enumerate(outcomes) if isinstance(outcome, Path)]
+    losers = [outcome for outcome in outcomes if not isinstance(outcome, Path)]
+    assert all(isinstance(exc, UsageError) and "already exists" in str(exc) for exc in losers)
+    assert f"body {winner}" in (workspace.topics_dir / "same-topic.md").read_text()
+    assert [p.name for p in workspace.topics_dir.iterdir()] == ["same-topic.md"]  # no temporary left
+    assert add_topic(workspace, "Same topic", "forced", force=True).read_text().endswith("forced\n")
+
+
+def test_concurrent_captures_with_one_title_get_their_own_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pensieve.topics.capture import capture_project
+    from tests.test_topics_library import _finished_project
+
+    for pid in ("one", "two", "three"):
+        workspace, _ = _finished_project(tmp_path, pid)
+    _slowly(monkeypatch, "pensieve.topics.capture")
+    captured = _in_threads(3, lambda n: capture_project(workspace.project(("one", "two", "three")[n])))
+    assert len({c.slug for c in captured}) == 3 and not any(c.updated_existing for c in captured)
+    owners = {c.path.read_text().split("project: ")[1].split()[0] for c in captured}
+    assert owners == {"one", "two", "three"}
+
+
+# Loaded by each child: it says it is about to write, then waits for the test's go, so all
+# of them have decided before any writes (the race, every time, not by chance).
+_HOLD = """
+import os, pathlib, time
+import pensieve.topics.library as library
+
+_render = library.render_topic
+def render(*args, **kwargs):
+    hold = pathlib.Path(os.environ["PENSIEVE_TEST_HOLD"])
+    (hold / f"ready-{os.getpid()}").touch()
+    deadline = time.monotonic() + 30
+    while not (hold / "go").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return _render(*args, **kwargs)
+library.render_topic = render
+"""
+
+
+def test_concurrent_topics_add_processes(home: Home, tmp_path: Path) -> None:
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    (hold / "sitecustomize.py").write_text(_HOLD)
+    env = child_env(home.path, {"PENSIEVE_TEST_HOLD": str(hold)})
+    env["PYTHONPATH"] = f"{hold}{os.pathsep}{env['PYTHONPATH']}"
+    started = [
+        subprocess.Popen(
+            [sys.executable, "-m", "pensieve", "topics", "add", "Same topic", "--body", f"body {n}"],
+            env=env,
+            cwd=home.path,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for n in range(8)
+    ]
+    deadline = time.monotonic() + 60
+    while len(list(hold.glob("ready-*"))) < 8 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (hold / "go").touch()
+    done = [subprocess.CompletedProcess(p.args, p.wait(), *p.communicate()) for p in started]
+    assert sorted(p.returncode for p in done) == [0] + [2] * 7, [p.stderr for p in done]
+    for process in done:
+        assert "Traceback" not in process.stderr and len(process.stderr.strip().splitlines()) == 1
+        if process.returncode == 2:
+            assert "already exists" in process.stderr
+
+
+def test_creating_a_file_never_replaces_one_without_renameat2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pensieve.workspace import atomic_write_text
+
+    def missing(src: Path, dst: Path) -> None:
+        raise OSError(errno.ENOSYS, "renameat2 is not available")
+
+    monkeypatch.setattr("pensieve.workspace._renameat2", missing)
+    atomic_write_text(tmp_path / "topic.md", "first", replace=False)
+    with pytest.raises(FileExistsError):
+        atomic_write_text(tmp_path / "topic.md", "second", replace=False)
+    assert (tmp_path / "topic.md").read_text() == "first" and [p.name for p in tmp_path.iterdir()] == ["topic.md"]
