@@ -470,3 +470,12 @@ def test_creating_a_file_never_replaces_one_without_renameat2(tmp_path: Path, mo
     with pytest.raises(FileExistsError):
         atomic_write_text(tmp_path / "topic.md", "second", replace=False)
     assert (tmp_path / "topic.md").read_text() == "first" and [p.name for p in tmp_path.iterdir()] == ["topic.md"]
+
+
+def test_a_fifo_planted_as_the_topic_index_is_rebuilt(tmp_path: Path) -> None:
+    from pensieve.topics.index import load_index
+
+    fifo = tmp_path / "topics.npz"
+    os.mkfifo(fifo)
+    index, trouble = _within(5, fifo, lambda: load_index(fifo))
+    assert index.files == [] and trouble is not None and "unreadable" in trouble
