@@ -10,9 +10,9 @@ paid for twice.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
-import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -20,7 +20,7 @@ from pensieve.clock import history_stamp, now_iso
 from pensieve.hashing import sha256_of
 from pensieve.stages import Stage
 from pensieve.status import StageStatus
-from pensieve.workspace import Project, atomic_copy, atomic_move, atomic_write_text
+from pensieve.workspace import Project, atomic_copy, atomic_move, atomic_write_text, remove_tree
 
 COMMIT_MARKER = "COMMIT.json"
 
@@ -46,7 +46,9 @@ def clear_staging(project: Project, stage: Stage) -> None:
         raise OSError(
             errno.ELOOP, "is a symbolic link; Pensieve does not delete through links", str(project.staging_dir)
         )
-    shutil.rmtree(staging_dir(project, stage), ignore_errors=True)
+    # remove_tree, not shutil.rmtree: a planted deep tree must not raise RecursionError.
+    with contextlib.suppress(OSError):  # as ignore_errors did: what is left is cleared next time
+        remove_tree(staging_dir(project, stage))
 
 
 def mark_committed(project: Project, stage: Stage) -> CommitMarker:

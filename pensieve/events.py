@@ -7,8 +7,10 @@ next (a batch view, a web page). Emitters only say what happened.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +20,7 @@ from typing import Any, Protocol
 
 from pensieve.clock import now_iso
 from pensieve.redact import scrub
+from pensieve.workspace import open_regular_nofollow, read_file_nofollow
 
 _MAX_FIELD = 500
 
@@ -110,9 +113,12 @@ class EventLog:
                 self._checked_tail = True
                 if self._needs_newline():
                     line = "\n" + line
-            # O_NOFOLLOW: a link planted as events.jsonl must not send the log elsewhere.
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            # O_NOFOLLOW: a link planted as events.jsonl must not send the log elsewhere;
+            # O_NONBLOCK and the mode check: a planted FIFO must not hang the run.
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
             try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise OSError(errno.EINVAL, "not a regular file", str(self.path))
                 # "replace": lone surrogates from a model's JSON must not break the log.
                 os.write(fd, line.encode("utf-8", errors="replace"))
             finally:
@@ -125,21 +131,25 @@ class EventLog:
     def _needs_newline(self) -> bool:
         """A line cut short by a crash must not swallow the first line this run appends."""
         try:
-            with self.path.open("rb") as handle:
-                handle.seek(0, os.SEEK_END)
-                if handle.tell() == 0:
-                    return False
-                handle.seek(-1, os.SEEK_END)
-                return handle.read(1) != b"\n"
+            fd = open_regular_nofollow(self.path)  # a planted FIFO would block a plain open
         except OSError:
             return False
+        try:
+            size = os.fstat(fd).st_size
+            return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
+    try:
+        raw = read_file_nofollow(path)
+    except OSError:
         return []
     events = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in raw.decode("utf-8", errors="replace").splitlines():
         try:
             events.append(json.loads(line))
         except (json.JSONDecodeError, RecursionError):

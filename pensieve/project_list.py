@@ -19,6 +19,8 @@ from pensieve.workspace import (
     EVIDENCE_FILE,
     LOCK_FILE,
     MAX_BRIEF_BYTES,
+    MAX_BRIEF_FILE_BYTES,
+    MAX_STATUS_BYTES,
     STATUS_FILE,
     Project,
     Workspace,
@@ -128,16 +130,19 @@ def summarize_projects(workspace: Workspace) -> list[ProjectRow]:
     return [row for row in found if row is not None]
 
 
-# A file read by _read: its bytes, absent (or not a regular file), or a symbolic link.
-_ABSENT, _LINK = object(), object()
+# A file read by _read: its bytes, absent (or not a regular file), a symbolic link, or
+# larger than the bound it was read with.
+_ABSENT, _LINK, _TOO_BIG = object(), object(), object()
 
 
-def _read(path: str) -> bytes | object:
+def _read(path: str, max_size: int) -> bytes | object:
     try:
-        return read_file_nofollow(path)
+        return read_file_nofollow(path, max_size=max_size)  # the size from the fstat it makes anyway
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return _LINK
+        if exc.errno == errno.EFBIG:
+            return _TOO_BIG
         if exc.errno in (errno.ENOENT, errno.EINVAL, errno.ENOTDIR, errno.EISDIR):
             return _ABSENT
         raise
@@ -150,15 +155,18 @@ def _summarize(project_id: str, directory: str, is_link: bool | None) -> Project
     if is_link if is_link is not None else os.path.islink(directory):
         return link  # planted links are never followed (a sibling's brief would show as this one's)
     try:
-        brief_raw = _read(os.path.join(directory, BRIEF_FILE))
+        brief_raw = _read(os.path.join(directory, BRIEF_FILE), MAX_BRIEF_FILE_BYTES)
     except OSError:  # there, but not ours to read
         brief_raw = b""
     try:
-        status_raw = _read(os.path.join(directory, STATUS_FILE))
+        status_raw = _read(os.path.join(directory, STATUS_FILE), MAX_STATUS_BYTES)
     except OSError:
         status_raw = None
     if _LINK in (brief_raw, status_raw):
         return link
+    if _TOO_BIG in (brief_raw, status_raw):
+        too_big = BRIEF_FILE if brief_raw is _TOO_BIG else STATUS_FILE
+        return ProjectRow(project_id, "unreadable", None, None, f"({too_big} is too large to read)", False)
     if status_raw is _ABSENT:
         return None
     has_brief = isinstance(brief_raw, bytes)

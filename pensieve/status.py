@@ -6,7 +6,9 @@ after keeping a copy, and the message says how to recover.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ from pensieve.errors import CorruptState, format_validation_error
 from pensieve.hashing import sha256_of
 from pensieve.stages import STAGE_NAMES
 from pensieve.status_view import SCHEMA_VERSION, ProjectState, StageState
-from pensieve.workspace import Project, atomic_copy, atomic_write_text, read_file_nofollow
+from pensieve.workspace import MAX_STATUS_BYTES, Project, atomic_copy, atomic_write_text, read_file_nofollow
 
 
 class Usage(BaseModel):
@@ -120,10 +122,15 @@ def status_json(project: Project, status: Status) -> dict[str, Any]:
 def load_status(path: Path, *, keep_copy: bool = True) -> Status:
     """Read status.json, refusing (never resetting) anything unreadable."""
     try:
-        raw = read_file_nofollow(path)
+        raw = read_file_nofollow(path, max_size=MAX_STATUS_BYTES)
     except FileNotFoundError:
         raise CorruptState(f"{path} is missing; the project directory is incomplete") from None
     except OSError as exc:
+        if exc.errno == errno.EFBIG:  # planted: never read whole, nor copied
+            raise CorruptState(
+                f"{path} is larger than {MAX_STATUS_BYTES:,} bytes, far more than a status file. "
+                f"Run `pensieve repair {path.parent.name}` to rebuild it from the artifacts"
+            ) from None
         # A link (ELOOP), a directory, a file we may not read: refused, never followed or reset.
         raise CorruptState(f"{path} cannot be read ({exc.strerror}); it must be a regular file") from None
     try:
@@ -176,6 +183,15 @@ def save_status(path: Path, status: Status) -> None:
     atomic_write_text(path, status.to_json())
 
 
+def _keep_aside(path: Path, backup: Path) -> None:
+    """Keep the replaced status.json: a copy, or for one larger than a status file can be (a
+    planted, maybe sparse, multi-gigabyte file) a hard link, so it is never written out whole."""
+    if path.stat().st_size <= MAX_STATUS_BYTES:
+        atomic_copy(path, backup)
+    else:
+        os.link(path, backup, follow_symlinks=False)
+
+
 def rebuild_status(project: Project) -> Status:
     """Rebuild status.json from the artifacts on disk: a stage whose artifact exists (and
     whose predecessors are complete) is complete. The unreadable file is kept aside."""
@@ -183,8 +199,7 @@ def rebuild_status(project: Project) -> Status:
 
     path = project.status_path
     if path.is_file():
-        backup = path.with_name(f"status.replaced-{backup_stamp()}.json")
-        atomic_copy(path, backup)
+        _keep_aside(path, path.with_name(f"status.replaced-{backup_stamp()}.json"))
     status = Status.new(project.id, project.workspace.name)
     for stage in STAGES:
         artifact = project.file(stage.writes)

@@ -45,25 +45,48 @@ RESERVED_DIRS = frozenset({STAGING_DIR, HISTORY_DIR})
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 MAX_BRIEF_BYTES = 100_000
+# Bounds on what Pensieve reads of its own files: more than `new` writes as a brief (with
+# room for a hand edit), and far more than any status.json. A larger one was planted, and
+# reading it whole would cost `list` seconds and gigabytes per project.
+MAX_BRIEF_FILE_BYTES = 2 * MAX_BRIEF_BYTES
+MAX_STATUS_BYTES = 4_000_000
 
 
-def open_nofollow(path: str | Path) -> BinaryIO:
-    """A regular file opened for reading, refusing a symbolic link (OSError ELOOP): a link
-    planted in a project must not make Pensieve read a file elsewhere. Anything else that
-    is not a regular file (a FIFO would block the reader) is refused too (EINVAL)."""
+# A project tree is walked without recursion and within these bounds; a tree beyond them is
+# refused, never taken as checked (a planted 2,000-level scratch/d/d/... made Path.rglob
+# raise RecursionError, and 200,001 files hid a link past the count).
+MAX_TREE_DEPTH = 64
+MAX_TREE_ENTRIES = 200_000
+
+
+def open_regular_nofollow(path: str | Path, max_size: int | None = None) -> int:
+    """A descriptor open for reading on a regular file: never through a symbolic link
+    (OSError ELOOP: a link planted in a project must not make Pensieve read a file
+    elsewhere), never blocking (O_NONBLOCK: a planted FIFO would hang the open), and nothing
+    but a regular file (EINVAL: a FIFO, socket or device). A file larger than max_size is
+    refused (EFBIG) from its fstat, before a byte is read."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
-        return os.fdopen(fd, "rb")
+        if max_size is not None and info.st_size > max_size:
+            raise OSError(errno.EFBIG, f"larger than {max_size:,} bytes", str(path))
     except BaseException:
         os.close(fd)
         raise
+    return fd
 
 
-def read_file_nofollow(path: str | Path, limit: int | None = None) -> bytes:
-    """A file's bytes (at most `limit`), refusing a symbolic link (see open_nofollow)."""
-    with open_nofollow(path) as handle:
+def open_nofollow(path: str | Path, max_size: int | None = None) -> BinaryIO:
+    """open_regular_nofollow's file as a binary file object (for reading)."""
+    return os.fdopen(open_regular_nofollow(path, max_size), "rb")
+
+
+def read_file_nofollow(path: str | Path, limit: int | None = None, max_size: int | None = None) -> bytes:
+    """A file's bytes (at most `limit`), as open_regular_nofollow opens it: no link, no FIFO
+    or device, and no file larger than max_size (OSError)."""
+    with open_nofollow(path, max_size) as handle:
         return handle.read() if limit is None else handle.read(limit)
 
 
@@ -91,30 +114,75 @@ def special_file_kind(path: Path) -> str | None:
     return next((kind for is_kind, kind in _KINDS if is_kind(mode)), "not a regular file")
 
 
-def find_link(root: Path, max_entries: int = 200_000) -> Path | None:
-    """The first symbolic link at or under root (not followed), if any.
+def walk_tree(
+    root: Path,
+    purpose: str,
+    prune: Callable[[os.DirEntry[str]], bool] | None = None,
+    max_entries: int | None = None,
+    max_depth: int | None = None,
+) -> Iterator[os.DirEntry[str]]:
+    """Every entry under root, links not followed, with an explicit stack (Path.rglob, os.walk
+    and shutil.rmtree recurse). A directory `prune` accepts is yielded but not entered.
 
-    Pensieve never makes links, so one in a project was planted: writes through it would
-    land outside the project. Bounded by max_entries (a larger tree is not a project)."""
-    if root.is_symlink():
-        return root
-    pending = [root]
+    A tree with more than max_entries entries, or deeper than max_depth (default
+    MAX_TREE_ENTRIES and MAX_TREE_DEPTH), raises UsageError (`purpose` says what the walk
+    was for): what was not walked was not checked."""
+    max_entries = MAX_TREE_ENTRIES if max_entries is None else max_entries
+    max_depth = MAX_TREE_DEPTH if max_depth is None else max_depth
+    pending = [(root, 0)]
     seen = 0
     while pending:
-        directory = pending.pop()
+        directory, depth = pending.pop()
         try:
-            entries = list(os.scandir(directory))
+            with os.scandir(directory) as found:
+                entries = list(found)
         except OSError:
-            continue
+            continue  # unreadable (or gone): Pensieve cannot read or write through it either
         for entry in entries:
             seen += 1
             if seen > max_entries:
-                return None
-            if entry.is_symlink():
-                return Path(entry.path)
-            if entry.is_dir(follow_symlinks=False):
-                pending.append(Path(entry.path))
+                raise UsageError(
+                    f"too many files to check {purpose}: more than {max_entries:,} under {root}; "
+                    "Pensieve refuses a tree it cannot check whole. Move bulky data out of it"
+                )
+            if depth + 1 > max_depth:
+                shown = "/".join(Path(entry.path).relative_to(root).parts[:3])
+                raise UsageError(
+                    f"directories nested too deeply to check {purpose}: more than {max_depth} levels under "
+                    f"{root} ({shown}/...); Pensieve refuses a tree it cannot check whole. Remove the nesting"
+                )
+            yield entry
+            if entry.is_dir(follow_symlinks=False) and not (prune is not None and prune(entry)):
+                pending.append((Path(entry.path), depth + 1))
+
+
+def find_link(root: Path, max_entries: int | None = None, max_depth: int | None = None) -> Path | None:
+    """The first entry at or under root (links not followed) that Pensieve must not touch, if
+    any: a symbolic link, or anything neither a regular file nor a directory (a FIFO, socket
+    or device).
+
+    Pensieve never makes these, so one in a project was planted: writes through a link would
+    land outside the project, and opening a FIFO blocks. A tree too large or too deep to
+    check whole raises UsageError (see walk_tree)."""
+    if root.is_symlink():
+        return root
+    for entry in walk_tree(root, "for links", max_entries=max_entries, max_depth=max_depth):
+        if entry.is_symlink() or not (entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False)):
+            return Path(entry.path)
     return None
+
+
+def _special_kind(path: Path) -> str:
+    """What a file that is neither regular nor a directory is, for a message."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return "a special file"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device file" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file"
 
 
 def _refuse_linked_parent(directory: Path, max_levels: int = 12) -> None:
@@ -169,10 +237,12 @@ def _open_temporary(directory: Path, shared: bool) -> tuple[int, str]:
 
 
 @contextlib.contextmanager
-def _replacing(path: Path, shared: bool = False) -> Iterator[tuple[BinaryIO, str]]:
+def _replacing(path: Path, replace: bool = True, shared: bool = False) -> Iterator[tuple[BinaryIO, str]]:
     """Write `path` through a temporary file in its directory: afterwards it is either
-    complete or as it was. Yields the open temporary file and its name. The file is 0600
-    unless `shared` (then the mode the umask allows, as for any new file)."""
+    complete or as it was. Yields the open temporary file and its name. Without `replace`,
+    an existing path is left as it is and FileExistsError raised (checked atomically: of
+    concurrent writers, exactly one creates the file). The file is 0600 unless `shared`
+    (then the mode the umask allows, as for any new file)."""
     _refuse_linked_parent(path.parent)
     path.parent.mkdir(parents=True, exist_ok=True)
     _refuse_linked_parent(path.parent)
@@ -185,7 +255,10 @@ def _replacing(path: Path, shared: bool = False) -> Iterator[tuple[BinaryIO, str
             yield handle, tmp
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        if replace:
+            os.replace(tmp, path)
+        elif not rename_noreplace(Path(tmp), path):
+            raise FileExistsError(errno.EEXIST, "already exists", str(path))
     except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -196,18 +269,19 @@ def _replacing(path: Path, shared: bool = False) -> Iterator[tuple[BinaryIO, str
     fsync_dir(path.parent)
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, shared: bool = False) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, replace: bool = True, shared: bool = False) -> None:
     """Every file Pensieve writes goes through here: configured secrets are scrubbed first.
+    replace=False: create path, or raise FileExistsError if it exists (see _replacing).
     Files are 0600; `shared` (exports, made for others to read) gives the mode the umask
     allows instead. Never for a project's state, which may hold what a user keeps private."""
     data = scrub_secret_bytes(data)
-    with _replacing(path, shared) as (handle, _tmp):
+    with _replacing(path, replace, shared) as (handle, _tmp):
         handle.write(data)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str, *, replace: bool = True) -> None:
     # "replace": a lone surrogate (possible in JSON from a model) must not make a write fail.
-    atomic_write_bytes(path, text.encode("utf-8", errors="replace"))
+    atomic_write_bytes(path, text.encode("utf-8", errors="replace"), replace=replace)
 
 
 def atomic_copy(src: Path, dst: Path) -> None:
@@ -222,15 +296,59 @@ def remove_stale_temporaries(root: Path) -> list[Path]:
     """Delete `.tmp-` files and directories a killed writer left under root.
 
     Only call this while holding the project's run lock (no live writer then)."""
+    stale = [
+        Path(entry.path)
+        for entry in walk_tree(root, "for temporary files", prune=lambda entry: entry.name.startswith(TMP_PREFIX))
+        if entry.name.startswith(TMP_PREFIX)
+    ]
     removed = []
-    for path in sorted(root.rglob(f"{TMP_PREFIX}*"), key=lambda p: len(p.parts), reverse=True):
+    for path in stale:
         with contextlib.suppress(OSError):
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            else:
-                path.unlink()
+            remove_tree(path)
             removed.append(path)
     return removed
+
+
+def remove_tree(path: Path, max_depth: int = MAX_TREE_DEPTH) -> None:
+    """Delete path (a file, or a directory and everything in it) like shutil.rmtree, but
+    without recursion (shutil.rmtree recurses, and a RecursionError escapes ignore_errors)
+    and relative to open directories (no link is ever followed, and no path grows long).
+    Raises OSError, ELOOP for a tree deeper than max_depth, leaving what it could not delete."""
+    if not stat.S_ISDIR(os.lstat(path).st_mode):
+        os.unlink(path)
+        return
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    # One frame per open directory: its descriptor, its name in its parent, and its
+    # subdirectories still to delete (its other entries are deleted when it is opened).
+    frames: list[tuple[int, str, list[str]]] = []
+
+    def enter(name: str, parent: int | None) -> None:
+        if len(frames) > max_depth:
+            raise OSError(errno.ELOOP, f"nested more than {max_depth} levels deep", str(path))
+        fd = os.open(name, flags, dir_fd=parent)
+        frames.append((fd, name, []))
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    frames[-1][2].append(entry.name)
+                else:
+                    os.unlink(entry.name, dir_fd=fd)
+
+    try:
+        enter(str(path), None)
+        while frames:
+            fd, name, subdirectories = frames[-1]
+            if subdirectories:
+                enter(subdirectories.pop(), fd)
+                continue
+            frames.pop()
+            os.close(fd)
+            if frames:
+                os.rmdir(name, dir_fd=frames[-1][0])
+    finally:
+        for fd, _name, _rest in frames:
+            os.close(fd)
+    os.rmdir(path)
 
 
 def atomic_move(src: Path, dst: Path) -> None:
@@ -386,20 +504,28 @@ class Project:
 
     def read_brief(self) -> str:
         try:
-            return read_file_nofollow(self.dir / BRIEF_FILE, MAX_BRIEF_BYTES * 2).decode("utf-8", errors="replace")
+            return read_file_nofollow(self.dir / BRIEF_FILE, MAX_BRIEF_FILE_BYTES).decode("utf-8", errors="replace")
         except OSError:
             return ""
 
     def refuse_links(self) -> None:
-        """Refuse a project with a symbolic link in it (someone handed over an unpacked
-        project): Pensieve's writes and reads would follow it out of the project."""
-        link = find_link(self.dir)
-        if link is not None:
-            where = "the project directory itself" if link == self.dir else link.relative_to(self.dir).as_posix()
+        """Refuse a project with a symbolic link, a FIFO, a socket or a device in it (someone
+        handed over an unpacked project): Pensieve's writes and reads would follow a link out
+        of the project, and opening a FIFO blocks. A tree too large or too deep to check
+        whole is refused too (UsageError from find_link)."""
+        found = find_link(self.dir)
+        if found is None:
+            return
+        where = "the project directory itself" if found == self.dir else found.relative_to(self.dir).as_posix()
+        if found.is_symlink():
             raise UsageError(
                 f"project {self.id} contains a symbolic link ({where}); Pensieve does not follow links in a "
                 "project. Replace the link by a copy of the file it points to, or remove it"
             )
+        raise UsageError(
+            f"project {self.id} contains {_special_kind(found)} ({where}); Pensieve reads and writes only "
+            "regular files and directories in a project. Remove it"
+        )
 
     @contextlib.contextmanager
     def run_lock(self) -> Iterator[None]:
@@ -466,14 +592,16 @@ def create_project(
             raise UsageError(f"no free project id for {base!r}; choose one with --id")
         fsync_dir(workspace.projects_dir)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_tree(staging)
         raise
     return Project(workspace, final_id)
 
 
 def rename_noreplace(src: Path, dst: Path) -> bool:
     """Rename src to dst unless dst exists (atomically: renameat2 RENAME_NOREPLACE); False
-    when dst exists. Where the kernel lacks it, a directory made at dst claims the name."""
+    when dst exists. Where the kernel lacks it, a hard link claims the name for a file and a
+    directory made at dst for a directory (both fail when dst exists)."""
     try:
         _renameat2(src, dst)
         return True
@@ -482,6 +610,13 @@ def rename_noreplace(src: Path, dst: Path) -> bool:
     except OSError as exc:
         if exc.errno not in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
             raise
+    if not src.is_dir():
+        try:
+            os.link(src, dst, follow_symlinks=False)  # atomic: exactly one creator succeeds
+        except FileExistsError:
+            return False
+        os.unlink(src)
+        return True
     try:
         os.mkdir(dst)  # atomic: exactly one creator succeeds
     except FileExistsError:

@@ -17,12 +17,18 @@ from pensieve.clock import now_iso
 from pensieve.errors import CorruptState
 from pensieve.hashing import sha256_of_bytes
 from pensieve.workspace import EVIDENCE_FILE as EVIDENCE_FILE  # its name lives with the other files'
-from pensieve.workspace import atomic_write_text
+from pensieve.workspace import atomic_write_text, read_file_nofollow
 
 VERSION = 1
 # The artifacts aligned, in pipeline order; the last one that exists is the article.
 ALIGNED = ("draft_v1.md", "draft_v2.md", "final.md")
 VERDICTS = ("supported", "weak", "unsupported")
+# Far more than the alignment of the longest article writes; a larger evidence.json was
+# planted, and `list` must not read gigabytes to show one share.
+MAX_EVIDENCE_BYTES = 64_000_000
+# An artifact is at most about 1,000,000 characters (the writes' cap), at most 4 bytes each;
+# a larger one was planted and is not hashed (its entry is shown as stale).
+MAX_ARTIFACT_BYTES = 16_000_000
 
 
 def text_sha256(text: str) -> str:
@@ -43,15 +49,16 @@ def load_evidence(project_dir: Path) -> dict[str, Any] | None:
     """The stored document, or None if there is none yet. Raises CorruptState if unreadable."""
     path = project_dir / EVIDENCE_FILE
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = read_file_nofollow(path, max_size=MAX_EVIDENCE_BYTES)  # no link, FIFO or giant
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise CorruptState(f"{path}: cannot read ({exc.strerror})") from None
     try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise CorruptState(f"{path} is not valid JSON ({exc}); `pensieve evidence` rebuilds it") from None
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise CorruptState(f"{path} is not valid JSON ({reason}); `pensieve evidence` rebuilds it") from None
     if not isinstance(data, dict) or not isinstance(data.get("artifacts", {}), dict):
         raise CorruptState(f"{path} is not an evidence document; `pensieve evidence` rebuilds it")
     return data
@@ -176,9 +183,10 @@ def artifact_entry(project_dir: Path, name: str, data: dict[str, Any] | None) ->
     if not well_formed(entry):
         return None, False
     try:
-        text = (project_dir / name).read_text(encoding="utf-8", errors="replace")
+        raw = read_file_nofollow(project_dir / name, max_size=MAX_ARTIFACT_BYTES)
     except OSError:
         return entry, False
+    text = raw.decode("utf-8", errors="replace")
     return entry, entry.get("artifact_sha256") == text_sha256(text)
 
 

@@ -10,7 +10,10 @@ so a failing stage never damages a finished artifact.
 from __future__ import annotations
 
 import asyncio
+import codecs
+import errno
 import os
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from pensieve.source_archive import SOURCES_DIR
@@ -23,15 +26,23 @@ from pensieve.workspace import (
     STAGING_DIR,
     TMP_PREFIX,
     atomic_write_text,
+    open_regular_nofollow,
+    read_file_nofollow,
 )
 
 MAX_READ_CHARS = 200_000  # per call; an archived page (sources/) gets fetch.max_chars, as fetch_url does
 MAX_WRITE_CHARS = 1_000_000
+MAX_EDIT_BYTES = MAX_WRITE_CHARS * 4  # a character is at most 4 bytes of UTF-8
 # A name the file system cannot hold is refused before it is used: no component longer
 # than NAME_MAX bytes, no path nested deeper than MAX_DEPTH or longer than MAX_PATH_BYTES.
 NAME_MAX = 255
 MAX_DEPTH = 16
 MAX_PATH_BYTES = 1024
+# read_project_file counts offsets in characters, which takes decoding a file from its start:
+# it decodes at most this many bytes (8 times the largest file Pensieve writes), a chunk at a
+# time, so a planted 1 GB file costs neither memory nor more than a moment.
+MAX_SCAN_BYTES = 32_000_000
+_SCAN_CHUNK_BYTES = 1 << 20
 
 
 def staged_path(ctx: ToolContext, name: str) -> Path:
@@ -92,26 +103,63 @@ def resolve_inside(root: Path, relative: PurePosixPath) -> Path:
     return target
 
 
-def _part(name: str, text: str, offset: int, limit: int, more_bytes: int = 0) -> tuple[str, str, str]:
-    """The characters [offset, offset + limit) of text, with a header when it is not the
-    start and a footer saying how much is left and the call that reads it (truncate visibly).
-    `more_bytes`: the file goes on past `text` (only its start was read)."""
-    total = len(text)
-    if offset and offset >= total and not more_bytes:
+@dataclass(frozen=True)
+class _Window:
+    """What read_project_file read of a file."""
+
+    text: str  # the file's characters [offset, offset + len(text))
+    total: int  # the file's characters counted: all of them unless unread_bytes
+    unread_bytes: int  # bytes past MAX_SCAN_BYTES, never read
+
+
+def _read_window(path: Path, offset: int, limit: int) -> _Window:
+    """The characters [offset, offset + limit) of a regular file (never through a link),
+    decoded chunk by chunk: memory is a chunk plus the window, and characters are counted
+    to the end of the file or to MAX_SCAN_BYTES. Blocking: run it in a thread."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    pieces: list[str] = []
+    counted = scanned = 0
+
+    def take(text: str) -> None:
+        nonlocal counted
+        start, stop = max(offset - counted, 0), offset + limit - counted
+        if stop > 0 and start < len(text):
+            pieces.append(text[start:stop])
+        counted += len(text)
+
+    with open(open_regular_nofollow(path), "rb") as handle:
+        while scanned < MAX_SCAN_BYTES and (chunk := handle.read(min(_SCAN_CHUNK_BYTES, MAX_SCAN_BYTES - scanned))):
+            scanned += len(chunk)
+            take(decoder.decode(chunk))
+        complete = scanned < MAX_SCAN_BYTES or not handle.read(1)
+        if complete:
+            take(decoder.decode(b"", final=True))  # a character cut at the end of the file
+        unread = 0 if complete else max(os.fstat(handle.fileno()).st_size - scanned, 1)
+    return _Window("".join(pieces), counted, unread)
+
+
+def _part(name: str, window: _Window, offset: int) -> tuple[str, str]:
+    """A header when the part is not the start, and a footer saying how much is left and the
+    call that reads it (truncate visibly)."""
+    total, end = window.total, offset + len(window.text)
+    if offset and offset >= total:
+        if window.unread_bytes:
+            raise ToolError(
+                f"offset {offset:,} is past what read_project_file reads of {name!r}: its first "
+                f"{MAX_SCAN_BYTES:,} bytes ({total:,} characters); read from a smaller offset"
+            )
         raise ToolError(f"offset {offset:,} is past the end of {name!r} ({total:,} characters); read from offset 0")
-    part = text[offset : offset + limit]
-    end = offset + len(part)
-    shown_total = f"{total:,}" if not more_bytes else f"more than {total:,}"
+    shown_total = f"{total:,}" if not window.unread_bytes else f"more than {total:,}"
     header = f"{name}: characters {offset:,} to {end:,} of {shown_total}.\n" if offset else ""
     footer = ""
     if end < total:
         footer = f"\n[... {total - end:,} more characters: read_project_file(filename={name!r}, offset={end}) reads on]"
-    elif more_bytes:
-        footer = (
-            f"\n[... the file goes on ({more_bytes:,} more bytes): "
-            f"read_project_file(filename={name!r}, offset={end}) reads on]"
+    if window.unread_bytes:
+        footer += (
+            f"\n[... the file goes on for {window.unread_bytes:,} more bytes, past the first {MAX_SCAN_BYTES:,} "
+            "that read_project_file reads]"
         )
-    return header, part, footer
+    return header, footer
 
 
 @tool(default_limit=20)
@@ -119,6 +167,7 @@ async def read_project_file(ctx: ToolContext, filename: str, offset: int = 0) ->
     """Read a file from the current project directory (for example an earlier stage's artifact).
 
     A long file is returned in parts: the result then ends with the call that reads on.
+    Only a file's first 32,000,000 bytes can be read.
 
     Args:
         filename: Name of the file relative to the project directory, e.g. 'draft_v1.md'.
@@ -136,30 +185,14 @@ async def read_project_file(ctx: ToolContext, filename: str, offset: int = 0) ->
         existing = sorted(p.name for p in ctx.project.dir.glob("*.md"))
         raise ToolError(f"file {name!r} does not exist; files here: {', '.join(existing) or 'none'}")
     limit = ctx.settings.fetch.max_chars if relative.parts[0] == SOURCES_DIR else MAX_READ_CHARS
-    # Only what can be returned is read: a character is at most 4 bytes of UTF-8, so the
-    # first (offset + limit) * 4 bytes hold it (a planted 1 GB file is not read whole).
-    wanted = (offset + limit) * 4 + 4
     try:
-        data, size = _read_head(target, wanted)
+        # In a thread: counting characters up to a far offset takes a moment.
+        window = await asyncio.to_thread(_read_window, target, offset, limit)
     except OSError as exc:
         raise ToolError(f"cannot read {name!r}: {exc.strerror}") from None
-    text = data.decode("utf-8", errors="replace")
-    if len(data) < size:
-        text = text[: len(text) - 1]  # the last character may be cut in two
-    clean = await _sanitized(text)
-    header, part, footer = _part(name, clean, offset, limit, more_bytes=size - len(data))
+    header, footer = _part(name, window, offset)
+    part = await _sanitized(window.text)
     return f"{header}{wrap(name, part)}{footer}"
-
-
-def _read_head(path: Path, wanted: int) -> tuple[bytes, int]:
-    """The first `wanted` bytes of a regular file (never through a link), and its size."""
-    with open(path, "rb", opener=_nofollow_opener) as handle:
-        size = os.fstat(handle.fileno()).st_size
-        return handle.read(min(size, wanted)), size
-
-
-def _nofollow_opener(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK)
 
 
 async def _sanitized(text: str) -> str:
@@ -231,9 +264,17 @@ async def edit_project_file(ctx: ToolContext, filename: str, old_text: str, new_
     if not source.is_file():
         raise ToolError(f"{name!r} does not exist yet; write it first with write_project_file")
     try:
-        text = source.read_text(encoding="utf-8", errors="replace")
+        # Never more than write_project_file could have written (a planted 1 GB file is
+        # refused from its size), never through a link, and off the event loop.
+        raw = await asyncio.to_thread(read_file_nofollow, source, None, MAX_EDIT_BYTES)
     except OSError as exc:
+        if exc.errno == errno.EFBIG:
+            raise ToolError(
+                f"{name!r} is larger than {MAX_EDIT_BYTES:,} bytes, more than write_project_file can write; "
+                "it cannot be edited"
+            ) from None
         raise ToolError(f"cannot read {name!r}: {exc.strerror}") from None
+    text = raw.decode("utf-8", errors="replace")
     found = text.count(old_text)
     if found != 1:
         where = "is not in" if found == 0 else f"occurs {found} times in"

@@ -16,6 +16,7 @@ its host.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from dataclasses import dataclass
 from datetime import date
@@ -29,10 +30,17 @@ from pensieve.errors import PensieveError, UsageError
 from pensieve.source_archive import normalize_url
 from pensieve.stages import Artifact
 from pensieve.topics.chunking import HEADING
-from pensieve.topics.library import TopicFormatError, parse_topic, render_topic, topic_path, topic_slug
+from pensieve.topics.library import (
+    MAX_TOPIC_BYTES,
+    TopicFormatError,
+    parse_topic,
+    render_topic,
+    topic_path,
+    topic_slug,
+)
 from pensieve.untrusted import sanitize
 from pensieve.web.url_policy import replace_urls, urls_in_text
-from pensieve.workspace import Project, atomic_write_text
+from pensieve.workspace import Project, atomic_write_text, read_file_nofollow
 
 if TYPE_CHECKING:
     from pensieve.citations.cited_sources import CitedSource
@@ -206,22 +214,33 @@ def only_archived_links(text: str, archived: set[str]) -> str:
 
 def _captured_from(path: Path) -> str | None:
     try:
-        topic = parse_topic(path.stem, path.read_text(encoding="utf-8", errors="replace"))
+        text = read_file_nofollow(path, MAX_TOPIC_BYTES + 1).decode("utf-8", errors="replace")
+        topic = parse_topic(path.stem, text)
     except (OSError, TopicFormatError):
         return None
     value = topic.extra.get("project")
     return value if isinstance(value, str) else None
 
 
-def _choose_path(project: Project, title: str) -> tuple[str, Path, bool]:
+def _write_topic(project: Project, title: str, text: str) -> tuple[str, Path, bool]:
+    """Write the project's topic file: its own earlier capture is updated, a file of another
+    topic never replaced (the next free slug is taken). A new file is created, not replaced,
+    so of concurrent captures with one title each gets its own file."""
     base = topic_slug(title)
-    for n in range(1, 100):
+    n = 1
+    while n < 100:
         slug = base if n == 1 else f"{base}-{n}"
         path = topic_path(project.workspace, slug)
-        if not path.exists():
-            return slug, path, False
         if _captured_from(path) == project.id:
+            atomic_write_text(path, text)
             return slug, path, True
+        if not os.path.lexists(path):
+            try:
+                atomic_write_text(path, text, replace=False)
+                return slug, path, False
+            except FileExistsError:
+                continue  # another capture took the slug just now: look at what it wrote
+        n += 1
     raise UsageError(f"too many topics named {base!r}; rename some in {project.workspace.topics_dir}")
 
 
@@ -261,7 +280,6 @@ def capture_project(project: Project, today: date | None = None) -> Captured:
         parts.append("\n".join(lines))
     if questions := notes_open_questions(notes):
         parts.append("## Open questions\n\n" + "\n".join(f"- {q}" for q in questions))
-    slug, path, existed = _choose_path(project, title)
     text = render_topic(
         title,
         cite_by_title("\n\n".join(parts), sources),
@@ -270,8 +288,7 @@ def capture_project(project: Project, today: date | None = None) -> Captured:
         updated=day,
         extra={"project": project.id},
     )
-    atomic_write_text(path, text)
-    return Captured(slug, path, existed)
+    return Captured(*_write_topic(project, title, text))
 
 
 async def capture_on_complete(project: Project, settings: Settings, events: EventSink | None = None) -> None:

@@ -33,7 +33,13 @@ from pensieve.topics.library import (
     slug_of,
     topic_files,
 )
-from pensieve.workspace import Workspace, atomic_write_bytes, exclusive_lock, read_file_nofollow
+from pensieve.workspace import (
+    Workspace,
+    atomic_write_bytes,
+    exclusive_lock,
+    open_regular_nofollow,
+    read_file_nofollow,
+)
 
 INDEX_DIR = ".index"
 INDEX_FILE = "topics.npz"
@@ -151,7 +157,8 @@ class TopicIndex:
     @classmethod
     def from_file(cls, path: Path) -> TopicIndex:
         """Raises ValueError (or OSError) when the file is not a usable index."""
-        with np.load(path, allow_pickle=False) as data:
+        # Opened as Pensieve opens its files: a planted link or FIFO is an OSError, not a hang.
+        with open(open_regular_nofollow(path), "rb") as handle, np.load(handle, allow_pickle=False) as data:
             vectors = np.ascontiguousarray(data["vectors"], dtype=np.float32)
             manifest = json.loads(data["manifest"].tobytes().decode("utf-8"))
         if manifest.get("format") != FORMAT_VERSION:
@@ -228,8 +235,10 @@ def load_index(path: Path) -> tuple[TopicIndex, str | None]:
         return cached[1], None
     try:
         index = TopicIndex.from_file(path)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        return TopicIndex.empty(), f"topic index {path} was unreadable ({exc}); rebuilding it"
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        # RecursionError: a planted manifest nested thousands deep is as unreadable as any.
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return TopicIndex.empty(), f"topic index {path} was unreadable ({reason}); rebuilding it"
     if index.embedding_id != EMBEDDING_ID:
         return TopicIndex.empty(), None  # another model or chunker: re-embed everything
     _cache[path] = (identity, index)

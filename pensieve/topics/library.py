@@ -7,6 +7,7 @@ not fatal: it is reported as a problem naming the file, and the rest of the libr
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -213,11 +214,16 @@ def add_topic(workspace: Workspace, title: str, body: str, *, tags: Iterable[str
         raise UsageError("the topic title is empty; give one, e.g. pensieve topics add 'Raft consensus'")
     slug = topic_slug(title)
     path = topic_path(workspace, slug)
-    if path.exists() and not force:
-        raise UsageError(f"topic {slug!r} already exists ({path}); use --force to replace it")
+    taken = UsageError(f"topic {slug!r} already exists ({path}); use --force to replace it")
+    if os.path.lexists(path) and not force:
+        raise taken
     text = render_topic(title, body, tags=tags, updated=date.today().isoformat())
     try:
-        atomic_write_text(path, text)
+        # Without --force the file is created, never replaced: of concurrent `topics add`s
+        # of one title, one writes it and the others are told it exists.
+        atomic_write_text(path, text, replace=force)
+    except FileExistsError:
+        raise taken from None
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror}") from None
     return path
