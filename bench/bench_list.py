@@ -88,7 +88,9 @@ def median_run(cmd: list[str], env: dict[str, str], repeat: int) -> tuple[float,
     times, output = [], b""
     for _ in range(repeat):
         started = time.perf_counter()
-        output = subprocess.run(cmd, check=True, capture_output=True, env=env).stdout
+        # From the home, never a checkout: `python -m` puts the working directory first on
+        # sys.path, so every --code would otherwise run the checkout the bench started in.
+        output = subprocess.run(cmd, check=True, capture_output=True, env=env, cwd=env["PENSIEVE_HOME"]).stdout
         times.append(time.perf_counter() - started)
     return statistics.median(times), output
 

@@ -55,7 +55,9 @@ def critical_path(requests: list[Recorded]) -> float:
 def time_import_litellm(env: dict[str, str]) -> float:
     """`import litellm` alone, timed inside a fresh interpreter (its start and exit left out)."""
     code = "import time; t = time.perf_counter(); import litellm; print(time.perf_counter() - t)"
-    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, env=env, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, env=env, text=True, cwd=env["PENSIEVE_HOME"]
+    )
     return float(done.stdout.strip())
 
 
@@ -67,10 +69,18 @@ def one_run(model: FakeModel, env: dict[str, str], number: int) -> tuple[float, 
         check=True,
         capture_output=True,
         env=env,
+        cwd=env["PENSIEVE_HOME"],
     )
     model.requests.clear()
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pensieve", "run", pid, "--quiet"], capture_output=True, env=env)
+    # Run from the home, never from a checkout: `python -m` puts the working directory first
+    # on sys.path, so every --code would otherwise run the checkout the bench started in.
+    done = subprocess.run(
+        [sys.executable, "-m", "pensieve", "run", pid, "--quiet"],
+        capture_output=True,
+        env=env,
+        cwd=env["PENSIEVE_HOME"],
+    )
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"run failed ({done.returncode}):\n{done.stderr.decode()[-2000:]}")
