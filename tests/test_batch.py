@@ -84,6 +84,11 @@ def _items_file(home: Home, n: int, name: str = "items.yaml") -> Path:
         ("b.jsonl", '{"brief": "a"}\n{"brief": "a"}\n', "b.jsonl:2: duplicate brief (also on line 1)"),
         ("b.jsonl", '{"brief": "a", "target_words": 5}\n', "b.jsonl:1: target_words must be at least 100"),
         ("b.txt", "brief: a\n", "not a YAML, CSV or JSONL file"),
+        ("b.csv", "brief,brief\nfirst,second\n", "b.csv:1: column 'brief' appears twice"),
+        ("b.yaml", "- brief: a\n- brief: b\n  id: x\n  id: y\n", "b.yaml:4: key 'id' appears twice"),
+        ("b.yaml", "- {brief: a, brief: b}\n", "b.yaml:1: key 'brief' appears twice"),
+        ("b.jsonl", '{"brief": "a"}\n"a bare brief"\n', "b.jsonl:2: not a JSON object (a JSON str)"),
+        ("b.jsonl", '{"brief": "a", "brief": "b"}\n', "b.jsonl:1: key 'brief' appears twice"),
     ],
 )
 def test_bad_batch_files_are_refused_naming_the_line_before_anything_is_created(
