@@ -124,6 +124,15 @@ def redact(text: str, url: str) -> str:
     return scrub(text).replace(url, shown_url(url))
 
 
+def db_error(exc: BaseException, url: str) -> str:
+    """A queue database failure as one line, password hidden: the driver's own first line.
+    SQLAlchemy's text adds the statement and a "(Background on this error at: ...)" link,
+    psycopg a hint on a second line; what the user acts on is the first line."""
+    cause = getattr(exc, "orig", None) or exc
+    first = next((line.strip() for line in str(cause).splitlines() if line.strip()), type(cause).__name__)
+    return redact(first, url)
+
+
 def sqlite_path(url: str) -> Path | None:
     return Path(url.removeprefix("sqlite:///")) if url.startswith("sqlite:///") else None
 
@@ -334,7 +343,7 @@ class Worker:
         except Exception as exc:
             _WORKER = None
             raise UsageError(
-                f"cannot open the queue database {shown_url(self.url)}: {redact(str(exc), self.url)}"
+                f"cannot open the queue database {shown_url(self.url)}: {db_error(exc, self.url)}"
             ) from None
         self._reap()
         self._janitor = threading.Thread(target=self._janitor_loop, name="pensieve-janitor", daemon=True)
@@ -379,7 +388,7 @@ class Worker:
                 self._registry.beat(self.executor_id)
                 self._reap()
             except Exception as exc:  # a database hiccup: try again next beat
-                self._say(f"queue: {redact(str(exc), self.url)}")
+                self._say(f"queue: {db_error(exc, self.url)}")
 
     def _reap(self) -> None:
         """Put the running workflows of dead workers back on the queue (DBOS recovery)."""
@@ -633,7 +642,7 @@ def client(url: str) -> Iterator[Any]:
     try:
         dbos_client = DBOSClient(system_database_url=url, application_name=APP_NAME, retry_connection_errors=False)
     except Exception as exc:
-        raise UsageError(f"cannot open the queue database {shown_url(url)}: {redact(str(exc), url)}") from None
+        raise UsageError(f"cannot open the queue database {shown_url(url)}: {db_error(exc, url)}") from None
     try:
         yield dbos_client
     finally:
@@ -657,7 +666,7 @@ def read_queue(workspace: Workspace, url: str) -> tuple[list[QueueEntry], list[W
         except Exception as exc:
             if "no such table" in str(exc) or "does not exist" in str(exc):
                 return [], rows
-            raise UsageError(f"cannot read the queue {shown_url(url)}: {redact(str(exc), url)}") from None
+            raise UsageError(f"cannot read the queue {shown_url(url)}: {db_error(exc, url)}") from None
     return latest_entries(workflows, {r.executor_id: r for r in rows}), rows
 
 

@@ -18,7 +18,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, fail, guarded, out, workspace_of
+from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, fail, guarded, out, storage_error, workspace_of
 from pensieve.errors import PensieveError, UsageError
 from pensieve.json_text import print_json
 
@@ -111,16 +111,17 @@ def batch(
     from pensieve.batch_queue import Worker
 
     stop = _stop_on_signals()
-    projects, created = guarded(lambda: create_projects(ws, items))
-    err.print(f"{len(projects)} projects ({created} new) in workspace {ws.name}", markup=False)
     worker = Worker(ws, settings, url, concurrency, kind="batch", max_cost_usd=max_cost_usd)
+    # The queue database first: unreachable or refused, no project has been created.
     guarded(worker.start)
     try:
+        projects, created = create_projects(ws, items)
+        err.print(f"{len(projects)} projects ({created} new) in workspace {ws.name}", markup=False)
         planned = worker.plan(items, until, model, retry_failed)
         states = _watch(worker, planned, stop)
-    except PensieveError as exc:
+    except (PensieveError, OSError) as exc:
         worker.close()
-        fail(exc)
+        fail(exc if isinstance(exc, PensieveError) else storage_error(exc))
     except BaseException:  # a bug: say where, then leave the queue as a crash would
         import traceback
 

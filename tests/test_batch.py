@@ -157,6 +157,29 @@ def test_an_unreachable_queue_database_is_reported_without_its_password(home: Ho
     assert result.exit_code == 2, result.stderr
     assert "s3cret-pw" not in result.stderr and "cannot open the queue database" in result.stderr
     assert "postgresql://pensieve:***@127.0.0.1:9/pensieve" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "shown", "cause"),
+    [
+        ("postgresql://u:s3cret-pw@127.0.0.1:9/db", "postgresql://u:***@127.0.0.1:9/db", "Connection refused"),
+        ("sqlite:////proc/q.sqlite", "sqlite:////proc/q.sqlite", "unable to open database file"),
+    ],
+)
+def test_a_bad_queue_database_is_one_line_and_creates_no_project(home: Home, url: str, shown: str, cause: str) -> None:
+    home.monkeypatch.setenv("PENSIEVE_QUEUE_URL", url)
+    path = home.path / "ok.yaml"
+    path.write_text("- {brief: How pages are laid out on disk, id: one}\n")
+    result = home.run("batch", str(path))
+    assert result.exit_code == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr  # no psycopg hint line, no SQLAlchemy "Background on this error"
+    assert lines[0].startswith(f"error: cannot open the queue database {shown}: ") and cause in lines[0]
+    assert "s3cret-pw" not in result.stderr and "Traceback" not in result.stderr
+    projects = home.path / "workspaces" / "default" / "projects"
+    assert not projects.exists() or not any(projects.iterdir())
+    assert home.model.requests == []
 
 
 def test_llm_max_concurrent_calls_caps_calls_in_flight_across_event_loops() -> None:
