@@ -319,6 +319,15 @@ class Worker:
                     self.executor_id, self.workspace.name, self.kind, HOST, os.getpid(), self.concurrency, now, now
                 )
             )
+            problem = self.concurrency_problem()
+        except Exception as exc:
+            raise UsageError(
+                f"cannot open the queue database {shown_url(self.url)}: {db_error(exc, self.url)}"
+            ) from None
+        if problem:  # refused before DBOS is launched: not one project was taken
+            self._leave()
+            raise UsageError(problem)
+        try:
             _WORKER = self
             logging.getLogger("dbos").addFilter(_RedactingFilter(self.url))
             DBOS(
@@ -375,11 +384,45 @@ class Worker:
             self._janitor.join(timeout=5)
         with contextlib.suppress(Exception):
             DBOS.destroy(workflow_completion_timeout_sec=0)
+        self._leave()
+        _WORKER = None
+
+    def concurrency_problem(self) -> str | None:
+        """Why this process may not work the queue with its --concurrency, if it may not.
+
+        DBOS keeps a queue's worker_concurrency (projects at once per process) as one row
+        of its database, which every process working the queue reads again on each poll;
+        a process with another N would set it for those already working (the last to
+        start would win). So N is the queue's while any other process works it: a
+        different N is refused, and the first process to start on an idle queue sets it.
+        Both rows are registered before either checks, so of two processes starting at
+        once with different N, at least one sees the other."""
+        if not self.concurrency:
+            return None  # enqueues and watches only: takes no project, sets no limit
+        assert self._registry is not None
+        timeout = self.settings.queue.worker_timeout_s
+        others = [
+            r
+            for r in self._registry.rows(self.workspace.name)
+            if r.executor_id != self.executor_id and r.concurrency and not is_dead(r, timeout)
+        ]
+        other = next((r for r in others if r.concurrency != self.concurrency), None)
+        if other is None:
+            return None
+        n = other.concurrency
+        also = ", or --concurrency 0 to leave the projects to them" if self.kind == "batch" else ""
+        return (
+            f"queue {self.queue} runs at most {n} project(s) at once in each process (the {other.label} "
+            f"works it with --concurrency {n}; DBOS keeps one such limit per queue): use --concurrency {n}{also}, "
+            "or stop the queue's other processes first to change it"
+        )
+
+    def _leave(self) -> None:
+        """Take this process's row out of the workers table and close it."""
         if self._registry is not None:
             with contextlib.suppress(Exception):
                 self._registry.remove([self.executor_id])
             self._registry.close()
-        _WORKER = None
 
     def _janitor_loop(self) -> None:
         while not self._janitor_stop.wait(self.settings.queue.poll_interval_s):

@@ -27,8 +27,11 @@ if TYPE_CHECKING:
     from pensieve.config import Settings
     from pensieve.workspace import Workspace
 
+# DBOS keeps the limit per queue, not per process (batch_queue.Worker.concurrency_problem).
+SAME_N = "Every process working one queue uses the same N: another N is refused while they run."
 ConcurrencyOpt = Annotated[
-    int, typer.Option("--concurrency", "-c", help="Projects this process runs at once.", min=1, max=256)
+    int,
+    typer.Option("--concurrency", "-c", help=f"Projects this process runs at once. {SAME_N}", min=1, max=256),
 ]
 TERMINAL = ("complete", "failed", "stopped", "paused")
 
@@ -66,7 +69,11 @@ def batch(
     concurrency: Annotated[
         int,
         typer.Option(
-            "--concurrency", "-c", min=0, max=256, help="Projects this process runs at once (0: the workers run them)."
+            "--concurrency",
+            "-c",
+            min=0,
+            max=256,
+            help=f"Projects this process runs at once (0: the workers run them). {SAME_N}",
         ),
     ] = 4,
     model: Annotated[str | None, typer.Option("--model", help="Model for items that name none.")] = None,

@@ -25,13 +25,26 @@ def _env(home: Home) -> dict[str, str]:
     return child_env(home.path, {"OPENAI_API_KEY": MODEL_KEY})
 
 
-def _batch(home: Home, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    """`pensieve batch ARGS` in a process forked from the warm forkserver (litellm imported)."""
-    out, err = home.path / "batch.out", home.path / "batch.err"
-    process = fork_cli(["batch", *args], _env(home), home.path, out, err)
+def _cli(home: Home, *args: str, timeout: float = 240, name: str = "cli") -> subprocess.CompletedProcess[str]:
+    """`pensieve ARGS` in a process forked from the warm forkserver (litellm imported)."""
+    out, err = home.path / f"{name}.out", home.path / f"{name}.err"
+    process = fork_cli(list(args), _env(home), home.path, out, err)
     process.join(timeout)
-    assert process.exitcode is not None, "batch did not finish"
+    if process.exitcode is None:  # killed, or pytest's exit would wait for it for ever
+        process.kill()
+        process.join()
+        raise AssertionError(f"{args[0]} did not finish: {err.read_text()[-2000:]}")
     return subprocess.CompletedProcess(args, process.exitcode, out.read_text(), err.read_text())
+
+
+def _batch(home: Home, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return _cli(home, "batch", *args, timeout=timeout, name="batch")
+
+
+def _peak_projects(home: Home) -> int:
+    """The most projects that had a request in flight at the fake model at one moment."""
+    spans = [(r.started, r.finished, r.project) for r in home.model.requests]
+    return max(len({p for s, f, p in spans if s <= start < f}) for start, _, _ in spans)
 
 
 def _status(home: Home, project: str) -> dict[str, object]:
@@ -231,10 +244,9 @@ def test_a_batch_of_20_at_concurrency_5_completes_and_the_same_file_again_runs_n
     counts = _requests(home)
     assert {project for project, _ in counts} == set(ids)
     # Never more than 5 projects at once: at most 5 distinct projects have a request in flight.
-    spans = sorted((r.started, r.finished, r.project) for r in home.model.requests)
-    peak = max(len({p for s, f, p in spans if s <= start < f}) for start, _, _ in spans)
-    assert peak <= 5
+    assert _peak_projects(home) <= 5
     # llm.max_concurrent_calls 4: never more than 4 requests in flight at the model.
+    spans = sorted((r.started, r.finished, r.project) for r in home.model.requests)
     in_flight = max(sum(1 for s, f, _ in spans if s <= start < f) for start, _, _ in spans)
     assert 2 <= in_flight <= 4
 
@@ -250,6 +262,53 @@ def test_a_batch_of_20_at_concurrency_5_completes_and_the_same_file_again_runs_n
     )
     data = json.loads(queue.stdout)
     assert len(data["complete"]) == 20 and data["queued"] == data["running"] == data["failed"] == []
+
+
+@pytest.mark.slow
+def test_another_concurrency_is_refused_while_the_queue_is_worked_and_queue_shows_who_runs_what(home: Home) -> None:
+    from pensieve.batch_queue import HOST
+
+    home.configure(queue={"poll_interval_s": 0.2}, contracts={"topic_semantic": False})
+    for stage in STAGE_NAMES:
+        home.model.delay_s[stage] = 0.15
+    path = _items_file(home, 3)
+    ids = [item.project_id for item in read_items(path)]
+    out, err = home.path / "b.out", home.path / "b.err"
+    batch = fork_cli(["batch", str(path), "--concurrency", "1"], _env(home), home.path, out, err)
+    deadline = time.monotonic() + 90
+    while True:  # `pensieve queue --json` shows the running project and which process holds it
+        assert time.monotonic() < deadline, err.read_text()
+        listing = _cli(home, "queue", "--json", name="q")
+        data = json.loads(listing.stdout) if listing.returncode == 0 and listing.stdout else {}
+        if data.get("running"):
+            break
+        time.sleep(0.2)
+    label = f"batch pid {batch.pid} on {HOST}"
+    (running,) = data["running"]
+    (row,) = [w for w in data["workers"] if w["pid"] == batch.pid]
+    assert running["project"] in ids and running["worker"] == label
+    assert running["executor_id"] == row["executor_id"] and (row["kind"], row["concurrency"]) == ("batch", 1)
+    text = _cli(home, "queue", name="q")
+    assert text.returncode == 0, text.stderr
+    assert "running" in text.stdout and label in text.stdout
+    assert f"worker {label}, 1 at once" in text.stdout
+
+    # DBOS keeps one worker_concurrency per queue: a worker with another N would set it for
+    # the batch too (it ran 3 projects at once). It is refused, naming the N in force.
+    refused = _cli(home, "worker", "--concurrency", "3", timeout=60, name="w")
+    assert refused.returncode == 2, refused.stderr
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and "use --concurrency 1" in lines[0] and label in lines[0], refused.stderr
+    batch.join(240)
+    assert batch.exitcode == 0, err.read_text()[-3000:]
+    assert "batch: 3 complete, 0 failed" in err.read_text()
+    assert _peak_projects(home) == 1  # this process ran one project at a time throughout
+
+    # Nobody works the queue any more: another N is taken (and nothing runs again).
+    seen = len(home.model.requests)
+    again = _batch(home, str(path), "--concurrency", "3")
+    assert again.returncode == 0 and "batch: 3 complete, 0 failed" in again.stderr, again.stderr
+    assert len(home.model.requests) == seen
 
 
 @pytest.mark.slow
