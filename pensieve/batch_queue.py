@@ -289,6 +289,9 @@ class Worker:
     concurrency: int
     kind: str = "worker"
     max_cost_usd: float | None = None
+    # What the batch's projects had spent before this run (their status.json): the budget
+    # is the batch's, so the same command again does not spend it a second time.
+    already_spent: float = 0.0
     log: Callable[[str], None] | None = None
     executor_id: str = field(default_factory=lambda: f"{HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     stopping: threading.Event = field(default_factory=threading.Event)
@@ -453,8 +456,12 @@ class Worker:
 
     # -- the budget --------------------------------------------------------------------------
     def budget_problem(self) -> str | None:
-        if self.max_cost_usd is not None and self.spent >= self.max_cost_usd:
-            return f"batch budget reached: ${self.spent:.4f} spent of --max-cost-usd ${self.max_cost_usd:.4f}"
+        total = self.already_spent + self.spent
+        if self.max_cost_usd is not None and total >= self.max_cost_usd:
+            return (
+                f"batch budget reached: the batch's projects have spent ${total:.4f} "
+                f"of --max-cost-usd ${self.max_cost_usd:.4f}"
+            )
         return None
 
     def _reporter(self, project: str) -> Callable[[Event], None]:

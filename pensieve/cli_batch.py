@@ -82,7 +82,9 @@ def batch(
     max_cost_usd: Annotated[
         float | None,
         typer.Option(
-            "--max-cost-usd", help="Batch budget: no project starts past it; running ones finish their stage."
+            "--max-cost-usd",
+            help="Budget of the batch's projects, over all runs: past it no project starts, "
+            "running ones finish their stage. Needs --concurrency 1 or more.",
         ),
     ] = None,
 ) -> None:
@@ -106,6 +108,13 @@ def batch(
             raise UsageError("--model is empty; give a litellm model string such as openai/gpt-4o-mini")
         if max_cost_usd is not None and max_cost_usd <= 0:
             raise UsageError("--max-cost-usd must be more than 0")
+        if max_cost_usd is not None and concurrency == 0:
+            # The budget is kept by the process that runs the projects; with 0 the
+            # workers run them, each unaware of it.
+            raise UsageError(
+                "--max-cost-usd needs --concurrency 1 or more: with --concurrency 0 the workers "
+                "run the projects and the budget would not be kept"
+            )
         settings = load_settings()
         ws = workspace_of(workspace)
         items = read_items(file)
@@ -118,7 +127,8 @@ def batch(
     from pensieve.batch_queue import Worker
 
     stop = _stop_on_signals()
-    worker = Worker(ws, settings, url, concurrency, kind="batch", max_cost_usd=max_cost_usd)
+    spent = sum(_status_of(ws, item.project_id)[1] or 0.0 for item in items)
+    worker = Worker(ws, settings, url, concurrency, kind="batch", max_cost_usd=max_cost_usd, already_spent=spent)
     # The queue database first: unreachable or refused, no project has been created.
     guarded(worker.start)
     try:
@@ -241,7 +251,12 @@ def _summary(ws: Workspace, worker: Worker, planned: list[Planned], states: dict
         err.print("fix the cause, then run the same command with --retry-failed", markup=False)
         return 1
     if counts.get("stopped"):
-        err.print("run the same command again (with a higher --max-cost-usd) to continue", markup=False)
+        # The budget counts what the projects spent before too: the same value stops again.
+        err.print(
+            f"to continue, run the same command with --max-cost-usd above ${total:.4f} "
+            "(the budget counts what the batch's projects have spent in every run)",
+            markup=False,
+        )
     return 0
 
 

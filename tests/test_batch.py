@@ -17,6 +17,7 @@ import yaml
 
 from pensieve.batch_items import read_items, stable_id
 from pensieve.stages import STAGE_NAMES
+from pensieve.status import load_status
 from tests.conftest import MODEL_KEY, Home
 from tests.fakes.cli_process import child_env, exec_cli, fork_cli
 
@@ -146,6 +147,17 @@ def test_an_existing_project_with_another_brief_is_refused(home: Home) -> None:
     result = home.run("batch", str(path))
     assert result.exit_code == 2
     assert "b.yaml:1: project 'taken' already exists with another brief" in result.stderr
+
+
+def test_a_budget_with_concurrency_0_is_refused(home: Home) -> None:
+    # With --concurrency 0 the workers run the projects; nobody would keep the budget.
+    path = _items_file(home, 2)
+    # (In a process of its own: a batch that took it would watch, for ever, for workers.)
+    result = _cli(home, "batch", str(path), "--concurrency", "0", "--max-cost-usd", "1", timeout=60)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--max-cost-usd needs --concurrency 1 or more" in lines[0], result.stderr
+    assert not (home.path / "workspaces" / "default" / "projects").exists()
 
 
 def test_waves_follow_the_stage_graph() -> None:
@@ -393,6 +405,14 @@ def test_the_budget_stops_new_projects_and_failures_are_retried_on_request(home:
     assert "not finished" in result.stderr and "batch budget reached" in result.stderr
     started = {project for project, _ in _requests(home)}
     assert len(started) == 1
+    # The budget is the batch's over all its runs: the same command again spends nothing.
+    seen = len(home.model.requests)
+    again = _batch(home, str(path), "--concurrency", "1", "--max-cost-usd", "0.0000001")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert len(home.model.requests) == seen
+    spent = sum(load_status(home.project_dir(p) / "status.json").usage.cost_usd or 0.0 for p in ids)
+    assert f"batch budget reached: the batch's projects have spent ${spent:.4f}" in again.stderr
+    assert f"run the same command with --max-cost-usd above ${spent:.4f}" in again.stderr
 
     failed = _batch(home, str(path), "--concurrency", "1", "--until", "drafter")
     assert failed.returncode == 1
