@@ -331,6 +331,8 @@ class Worker:
             self._leave()
             raise UsageError(problem)
         try:
+            if self.concurrency:
+                self._set_limit_before_launch()
             _WORKER = self
             logging.getLogger("dbos").addFilter(_RedactingFilter(self.url))
             DBOS(
@@ -343,15 +345,21 @@ class Worker:
                     "notification_listener_polling_interval_sec": min(1.0, self.settings.queue.poll_interval_s),
                 }
             )
-            # Concurrency 0 (`batch --concurrency 0`): enqueue and watch; the workers run it all.
+            # Concurrency 0 (`batch --concurrency 0`): enqueue and watch; the workers run it
+            # all. It registers no queue: only a process that works it writes the limit
+            # (enqueueing needs no row; a row of its own would have no limit).
             DBOS.listen_queues([self.queue] if self.concurrency else [])
             DBOS.launch()
-            DBOS.register_queue(
-                self.queue,
-                worker_concurrency=self.concurrency or None,
-                polling_interval_sec=self.settings.queue.poll_interval_s,
-                on_conflict="always_update" if self.concurrency else "never_update",
-            )
+            if self.concurrency:  # a database DBOS has just set up gets its row here
+                DBOS.register_queue(
+                    self.queue,
+                    worker_concurrency=self.concurrency,
+                    polling_interval_sec=self.settings.queue.poll_interval_s,
+                    on_conflict="always_update",
+                )
+        except UsageError:  # already one line naming the database
+            _WORKER = None
+            raise
         except Exception as exc:
             _WORKER = None
             raise UsageError(
@@ -419,6 +427,23 @@ class Worker:
             f"works it with --concurrency {n}; DBOS keeps one such limit per queue): use --concurrency {n}{also}, "
             "or stop the queue's other processes first to change it"
         )
+
+    def _set_limit_before_launch(self) -> None:
+        """Write this process's N into the queue's row before DBOS launches. DBOS starts
+        polling a queue with its row as it finds it, before register_queue can run: a row
+        left with another N (an earlier run with -c 10, now resumed with -c 1) had the
+        first poll take that many projects. A database DBOS never set up has no row."""
+        with client(self.url) as dbos_client:
+            try:
+                dbos_client.register_queue(
+                    self.queue,
+                    worker_concurrency=self.concurrency,
+                    polling_interval_sec=self.settings.queue.poll_interval_s,
+                    on_conflict="always_update",
+                )
+            except Exception as exc:
+                if not no_schema_yet(exc):
+                    raise
 
     def _leave(self) -> None:
         """Take this process's row out of the workers table and close it."""
@@ -685,6 +710,11 @@ def latest_entries(workflows: list[Any], workers: dict[str, WorkerRow]) -> list[
     return entries
 
 
+def no_schema_yet(exc: BaseException) -> bool:
+    """A database DBOS never launched on: its tables are not there yet."""
+    return "no such table" in str(exc) or "does not exist" in str(exc)
+
+
 @contextlib.contextmanager
 def client(url: str) -> Iterator[Any]:
     from dbos import DBOSClient
@@ -714,7 +744,7 @@ def read_queue(workspace: Workspace, url: str) -> tuple[list[QueueEntry], list[W
                 queue_name=queue_name(workspace.name), load_input=False, load_output=True
             )
         except Exception as exc:
-            if "no such table" in str(exc) or "does not exist" in str(exc):
+            if no_schema_yet(exc):
                 return [], rows
             raise UsageError(f"cannot read the queue {shown_url(url)}: {db_error(exc, url)}") from None
     return latest_entries(workflows, {r.executor_id: r for r in rows}), rows

@@ -324,6 +324,34 @@ def test_another_concurrency_is_refused_while_the_queue_is_worked_and_queue_show
 
 
 @pytest.mark.slow
+def test_work_queued_before_a_process_starts_is_taken_n_at_a_time_from_its_first_poll(home: Home) -> None:
+    from pensieve.batch_queue import read_queue
+    from pensieve.workspace import open_workspace
+
+    home.configure(queue={"poll_interval_s": 0.2}, contracts={"topic_semantic": False})
+    home.model.delay_s["refiner"] = 0.5
+    path = _items_file(home, 3)
+    workspace = open_workspace(home.path, "default")
+    url = f"sqlite:///{workspace.root / 'queue.sqlite'}"
+    # A batch that only enqueues, stopped before any worker came: three projects wait.
+    out, err = home.path / "e.out", home.path / "e.err"
+    args = ["batch", str(path), "--concurrency", "0", "--until", "refiner"]
+    enqueuer = fork_cli(args, _env(home), home.path, out, err)
+    deadline = time.monotonic() + 90
+    while len([e for e in read_queue(workspace, url)[0] if e.state == "queued"]) < 3:
+        assert time.monotonic() < deadline and enqueuer.exitcode is None, err.read_text()
+        time.sleep(0.2)
+    assert enqueuer.pid is not None
+    os.kill(enqueuer.pid, signal.SIGKILL)
+    enqueuer.join()
+    # DBOS polls a queue with its row as it finds it at launch: a row with no limit (or
+    # another N) had this process's first poll take all three.
+    result = _batch(home, str(path), "--concurrency", "1", "--until", "refiner")
+    assert result.returncode == 0 and "batch: 3 complete, 0 failed" in result.stderr, result.stderr[-3000:]
+    assert _peak_projects(home) == 1
+
+
+@pytest.mark.slow
 def test_a_batch_killed_mid_way_resumes_without_running_a_finished_stage_again(home: Home) -> None:
     home.configure(queue={"poll_interval_s": 0.2}, contracts={"topic_semantic": False})
     for stage in STAGE_NAMES:
