@@ -194,7 +194,9 @@ def _watch(worker: Worker, planned: list[Planned], stop: threading.Event) -> dic
                 stage, cost, _ = _status_of(worker.workspace, p.project)
                 known[p.project] = (state, stage, cost)
             _, stage, cost = known[p.project]
-            rows.append((p.project, state, stage, cost, workers.get(p.project, "") if state == "running" else ""))
+            # A project complete as far as asked (--until) names its next stage: not shown.
+            shown = None if state == "complete" else stage
+            rows.append((p.project, state, shown, cost, workers.get(p.project, "") if state == "running" else ""))
         if live is not None:
             live.update(_table(rows))
         else:

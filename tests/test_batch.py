@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -158,6 +159,24 @@ def test_a_budget_with_concurrency_0_is_refused(home: Home) -> None:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "--max-cost-usd needs --concurrency 1 or more" in lines[0], result.stderr
     assert not (home.path / "workspaces" / "default" / "projects").exists()
+
+
+def test_the_live_table_shows_each_project_s_state_stage_cost_and_worker() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from pensieve.cli_batch import _table
+
+    screen = StringIO()
+    console = Console(file=screen, force_terminal=True, width=100, color_system=None)
+    rows = [("alpha", "running", "drafter", 0.01234, "this process"), ("beta", "queued", None, None, "")]
+    console.print(_table(rows))
+    assert [line.split() for line in screen.getvalue().splitlines()] == [
+        ["project", "state", "stage", "cost", "worker"],
+        ["alpha", "running", "drafter", "$0.0123", "this", "process"],
+        ["beta", "queued", "-", "-"],
+    ]
 
 
 def test_waves_follow_the_stage_graph() -> None:
@@ -349,6 +368,47 @@ def test_work_queued_before_a_process_starts_is_taken_n_at_a_time_from_its_first
     result = _batch(home, str(path), "--concurrency", "1", "--until", "refiner")
     assert result.returncode == 0 and "batch: 3 complete, 0 failed" in result.stderr, result.stderr[-3000:]
     assert _peak_projects(home) == 1
+
+
+@pytest.mark.slow
+def test_each_item_s_model_audience_and_length_reach_its_prompts_and_a_terminal_gets_the_live_table(
+    home: Home,
+) -> None:
+    home.configure(queue={"poll_interval_s": 0.2}, contracts={"topic_semantic": False})
+    home.model.delay_s["refiner"] = 0.6
+    path = home.path / "items.yaml"
+    path.write_text(
+        "- {brief: How B-trees split pages, id: alpha, model: openai/gpt-4o,"
+        " audience: database administrators, target_words: 1700}\n"
+        "- {brief: How LSM trees compact runs, id: beta}\n"
+    )
+    out, err = home.path / "t.out", home.path / "t.err"
+    args = ["batch", str(path), "--until", "refiner", "--model", "openai/gpt-3.5-turbo", "--concurrency", "2"]
+    # rich takes stderr for an interactive terminal, as a person running it would have. A
+    # process of its own (not forked): rich decides "interactive" when its console is made.
+    env = {**_env(home), "TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "1", "COLUMNS": "100"}
+    process = exec_cli(args, env, home.path, out, err)
+    assert process.wait(180) == 0, err.read_text()[-3000:]
+
+    sent = {r.project: r for r in home.model.requests if r.stage == "refiner"}
+    assert (sent["alpha"].body["model"], sent["beta"].body["model"]) == ("gpt-4o", "gpt-3.5-turbo")
+    alpha, beta = (next(m["content"] for m in sent[p].messages if m["role"] == "system") for p in ("alpha", "beta"))
+    assert "about 1700 words" in alpha and "Audience: database administrators" in alpha
+    assert "about 1700 words" not in beta and "database administrators" not in beta
+
+    # The live table, last frame: project, state, stage and cost of each project.
+    screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", err.read_text()).splitlines()
+    headers = [i for i, line in enumerate(screen) if line.split()[:2] == ["project", "state"]]
+    assert len(headers) > 1, screen  # redrawn while it ran, not printed once at the end
+    frame = screen[headers[-1] :]
+    assert frame[0].split() == ["project", "state", "stage", "cost", "worker"]
+    rows = {line.split()[0]: line.split()[1:] for line in frame[1:3]}
+    for project in ("alpha", "beta"):
+        state, stage, cost = rows[project][:3]
+        spent = load_status(home.project_dir(project) / "status.json").usage.cost_usd
+        assert (state, stage, cost) == ("complete", "-", f"${spent:.4f}") and spent, rows
+    running = [line.split() for line in screen if " running " in line]
+    assert ["alpha", "running", "refiner"] in [r[:3] for r in running] and running[0][-2:] == ["this", "process"]
 
 
 @pytest.mark.slow
