@@ -324,6 +324,7 @@ class Worker:
             )
             problem = self.concurrency_problem()
         except Exception as exc:
+            self._leave()
             raise UsageError(
                 f"cannot open the queue database {shown_url(self.url)}: {db_error(exc, self.url)}"
             ) from None
@@ -359,9 +360,11 @@ class Worker:
                 )
         except UsageError:  # already one line naming the database
             _WORKER = None
+            self._leave()
             raise
         except Exception as exc:
             _WORKER = None
+            self._leave()
             raise UsageError(
                 f"cannot open the queue database {shown_url(self.url)}: {db_error(exc, self.url)}"
             ) from None
