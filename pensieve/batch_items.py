@@ -1,9 +1,10 @@
 """The items of a batch file (YAML, CSV or JSONL) and the projects they become.
 
 The whole file is read and checked before anything is created: a missing brief, a
-duplicate id, an unknown column or a file that is not YAML/CSV/JSONL is refused with one
-line naming the line of the file. Each item's project id is stable (its `id`, else a slug
-of the brief and a hash of it), so the same file again creates nothing twice.
+duplicate id, an unknown or repeated column or key, a JSONL line that is not an object, or a
+file that is not YAML/CSV/JSONL is refused with one line naming the line of the file. Each
+item's project id is stable (its `id`, else a slug of the brief and a hash of it), so the
+same file again creates nothing twice.
 """
 
 from __future__ import annotations
@@ -51,32 +52,82 @@ def _records(path: Path, text: str) -> list[tuple[int, Any]]:
     if kind is None:
         raise UsageError(f"{path}: not a YAML, CSV or JSONL file (name it .yaml, .yml, .csv or .jsonl)")
     if kind == "jsonl":
-        found = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                found.append((number, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise UsageError(
-                    f"{path}:{number}: not a JSON object ({exc.msg}); write one JSON object a line"
-                ) from None
-        return found
+        return _jsonl_records(path, text)
     if kind == "csv":
-        reader = csv.DictReader(io.StringIO(text, newline=""))
+        return _csv_records(path, text)
+    return _yaml_records(path, text)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json.loads' object_pairs_hook: a repeated key is refused, not silently the last."""
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"key {key!r} appears twice")
+        seen[key] = value
+    return seen
+
+
+def _jsonl_records(path: Path, text: str) -> list[tuple[int, Any]]:
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
         try:
-            header = reader.fieldnames or []
-            unknown = [name for name in header if name not in FIELDS]
-            if unknown:
-                raise UsageError(f"{path}:1: unknown column {unknown[0]!r}; columns are: {', '.join(FIELDS)}")
-            found = []
-            for row in reader:
-                if None in row:  # more cells than the header has columns
-                    raise UsageError(f"{path}:{reader.line_num}: more cells than the header has columns")
-                found.append((reader.line_num, {k: v for k, v in row.items() if v not in (None, "")}))
-            return found
-        except csv.Error as exc:
-            raise UsageError(f"{path}:{reader.line_num}: bad CSV ({exc})") from None
+            value = json.loads(line, object_pairs_hook=_unique_keys)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{path}:{number}: not a JSON object ({exc.msg}); write one JSON object a line") from None
+        except ValueError as exc:  # from _unique_keys
+            raise UsageError(f"{path}:{number}: {exc}; give each field once") from None
+        # A bare string would pass for a brief (as in a YAML list of briefs): a JSONL line
+        # that is not an object is a mistake (a stray line, a quoted CSV row), so refused.
+        if not isinstance(value, dict):
+            raise UsageError(
+                f"{path}:{number}: not a JSON object (a JSON {type(value).__name__}); "
+                'write one JSON object a line, such as {"brief": "..."}'
+            )
+        found.append((number, value))
+    return found
+
+
+def _csv_records(path: Path, text: str) -> list[tuple[int, Any]]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        header = reader.fieldnames or []
+        unknown = [name for name in header if name not in FIELDS]
+        if unknown:
+            raise UsageError(f"{path}:1: unknown column {unknown[0]!r}; columns are: {', '.join(FIELDS)}")
+        # DictReader keeps the last of two columns of one name: the first would be lost.
+        repeated = next((name for i, name in enumerate(header) if name in header[:i]), None)
+        if repeated is not None:
+            raise UsageError(f"{path}:1: column {repeated!r} appears twice; give each column once")
+        found = []
+        for row in reader:
+            if None in row:  # more cells than the header has columns
+                raise UsageError(f"{path}:{reader.line_num}: more cells than the header has columns")
+            found.append((reader.line_num, {k: v for k, v in row.items() if v not in (None, "")}))
+        return found
+    except csv.Error as exc:
+        raise UsageError(f"{path}:{reader.line_num}: bad CSV ({exc})") from None
+
+
+def _check_keys(path: Path, node: Any) -> None:
+    """A YAML mapping with a key given twice is refused (safe_load keeps only the last)."""
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode):
+        return
+    seen: set[Any] = set()
+    for key, _value in node.value:
+        if isinstance(key, yaml.ScalarNode):
+            if key.value in seen:
+                raise UsageError(
+                    f"{path}:{key.start_mark.line + 1}: key {key.value!r} appears twice in one item; give it once"
+                )
+            seen.add(key.value)
+
+
+def _yaml_records(path: Path, text: str) -> list[tuple[int, Any]]:
     import yaml
 
     try:
@@ -89,11 +140,13 @@ def _records(path: Path, text: str) -> list[tuple[int, Any]]:
         return []
     if isinstance(root, yaml.MappingNode):  # `items: [...]`
         nodes = {key.value: value for key, value in root.value if isinstance(key, yaml.ScalarNode)}
-        if set(nodes) != {"items"}:
+        if set(nodes) != {"items"} or len(root.value) != 1:
             raise UsageError(f"{path}:1: a batch file is a list of items (or `items:` and the list)")
         root = nodes["items"]
     if not isinstance(root, yaml.SequenceNode):
         raise UsageError(f"{path}:{root.start_mark.line + 1}: a batch file is a list of items, each with a brief")
+    for node in root.value:
+        _check_keys(path, node)
     return [(node.start_mark.line + 1, yaml.safe_load(yaml.serialize(node))) for node in root.value]
 
 

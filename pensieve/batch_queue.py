@@ -124,6 +124,15 @@ def redact(text: str, url: str) -> str:
     return scrub(text).replace(url, shown_url(url))
 
 
+def db_error(exc: BaseException, url: str) -> str:
+    """A queue database failure as one line, password hidden: the driver's own first line.
+    SQLAlchemy's text adds the statement and a "(Background on this error at: ...)" link,
+    psycopg a hint on a second line; what the user acts on is the first line."""
+    cause = getattr(exc, "orig", None) or exc
+    first = next((line.strip() for line in str(cause).splitlines() if line.strip()), type(cause).__name__)
+    return redact(first, url)
+
+
 def sqlite_path(url: str) -> Path | None:
     return Path(url.removeprefix("sqlite:///")) if url.startswith("sqlite:///") else None
 
@@ -280,6 +289,9 @@ class Worker:
     concurrency: int
     kind: str = "worker"
     max_cost_usd: float | None = None
+    # What the batch's projects had spent before this run (their status.json): the budget
+    # is the batch's, so the same command again does not spend it a second time.
+    already_spent: float = 0.0
     log: Callable[[str], None] | None = None
     executor_id: str = field(default_factory=lambda: f"{HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     stopping: threading.Event = field(default_factory=threading.Event)
@@ -310,6 +322,18 @@ class Worker:
                     self.executor_id, self.workspace.name, self.kind, HOST, os.getpid(), self.concurrency, now, now
                 )
             )
+            problem = self.concurrency_problem()
+        except Exception as exc:
+            self._leave()
+            raise UsageError(
+                f"cannot open the queue database {shown_url(self.url)}: {db_error(exc, self.url)}"
+            ) from None
+        if problem:  # refused before DBOS is launched: not one project was taken
+            self._leave()
+            raise UsageError(problem)
+        try:
+            if self.concurrency:
+                self._set_limit_before_launch()
             _WORKER = self
             logging.getLogger("dbos").addFilter(_RedactingFilter(self.url))
             DBOS(
@@ -322,19 +346,27 @@ class Worker:
                     "notification_listener_polling_interval_sec": min(1.0, self.settings.queue.poll_interval_s),
                 }
             )
-            # Concurrency 0 (`batch --concurrency 0`): enqueue and watch; the workers run it all.
+            # Concurrency 0 (`batch --concurrency 0`): enqueue and watch; the workers run it
+            # all. It registers no queue: only a process that works it writes the limit
+            # (enqueueing needs no row; a row of its own would have no limit).
             DBOS.listen_queues([self.queue] if self.concurrency else [])
             DBOS.launch()
-            DBOS.register_queue(
-                self.queue,
-                worker_concurrency=self.concurrency or None,
-                polling_interval_sec=self.settings.queue.poll_interval_s,
-                on_conflict="always_update" if self.concurrency else "never_update",
-            )
+            if self.concurrency:  # a database DBOS has just set up gets its row here
+                DBOS.register_queue(
+                    self.queue,
+                    worker_concurrency=self.concurrency,
+                    polling_interval_sec=self.settings.queue.poll_interval_s,
+                    on_conflict="always_update",
+                )
+        except UsageError:  # already one line naming the database
+            _WORKER = None
+            self._leave()
+            raise
         except Exception as exc:
             _WORKER = None
+            self._leave()
             raise UsageError(
-                f"cannot open the queue database {shown_url(self.url)}: {redact(str(exc), self.url)}"
+                f"cannot open the queue database {shown_url(self.url)}: {db_error(exc, self.url)}"
             ) from None
         self._reap()
         self._janitor = threading.Thread(target=self._janitor_loop, name="pensieve-janitor", daemon=True)
@@ -366,11 +398,62 @@ class Worker:
             self._janitor.join(timeout=5)
         with contextlib.suppress(Exception):
             DBOS.destroy(workflow_completion_timeout_sec=0)
+        self._leave()
+        _WORKER = None
+
+    def concurrency_problem(self) -> str | None:
+        """Why this process may not work the queue with its --concurrency, if it may not.
+
+        DBOS keeps a queue's worker_concurrency (projects at once per process) as one row
+        of its database, which every process working the queue reads again on each poll;
+        a process with another N would set it for those already working (the last to
+        start would win). So N is the queue's while any other process works it: a
+        different N is refused, and the first process to start on an idle queue sets it.
+        Both rows are registered before either checks, so of two processes starting at
+        once with different N, at least one sees the other."""
+        if not self.concurrency:
+            return None  # enqueues and watches only: takes no project, sets no limit
+        assert self._registry is not None
+        timeout = self.settings.queue.worker_timeout_s
+        others = [
+            r
+            for r in self._registry.rows(self.workspace.name)
+            if r.executor_id != self.executor_id and r.concurrency and not is_dead(r, timeout)
+        ]
+        other = next((r for r in others if r.concurrency != self.concurrency), None)
+        if other is None:
+            return None
+        n = other.concurrency
+        also = ", or --concurrency 0 to leave the projects to them" if self.kind == "batch" else ""
+        return (
+            f"queue {self.queue} runs at most {n} project(s) at once in each process (the {other.label} "
+            f"works it with --concurrency {n}; DBOS keeps one such limit per queue): use --concurrency {n}{also}, "
+            "or stop the queue's other processes first to change it"
+        )
+
+    def _set_limit_before_launch(self) -> None:
+        """Write this process's N into the queue's row before DBOS launches. DBOS starts
+        polling a queue with its row as it finds it, before register_queue can run: a row
+        left with another N (an earlier run with -c 10, now resumed with -c 1) had the
+        first poll take that many projects. A database DBOS never set up has no row."""
+        with client(self.url) as dbos_client:
+            try:
+                dbos_client.register_queue(
+                    self.queue,
+                    worker_concurrency=self.concurrency,
+                    polling_interval_sec=self.settings.queue.poll_interval_s,
+                    on_conflict="always_update",
+                )
+            except Exception as exc:
+                if not no_schema_yet(exc):
+                    raise
+
+    def _leave(self) -> None:
+        """Take this process's row out of the workers table and close it."""
         if self._registry is not None:
             with contextlib.suppress(Exception):
                 self._registry.remove([self.executor_id])
             self._registry.close()
-        _WORKER = None
 
     def _janitor_loop(self) -> None:
         while not self._janitor_stop.wait(self.settings.queue.poll_interval_s):
@@ -379,7 +462,7 @@ class Worker:
                 self._registry.beat(self.executor_id)
                 self._reap()
             except Exception as exc:  # a database hiccup: try again next beat
-                self._say(f"queue: {redact(str(exc), self.url)}")
+                self._say(f"queue: {db_error(exc, self.url)}")
 
     def _reap(self) -> None:
         """Put the running workflows of dead workers back on the queue (DBOS recovery)."""
@@ -401,8 +484,12 @@ class Worker:
 
     # -- the budget --------------------------------------------------------------------------
     def budget_problem(self) -> str | None:
-        if self.max_cost_usd is not None and self.spent >= self.max_cost_usd:
-            return f"batch budget reached: ${self.spent:.4f} spent of --max-cost-usd ${self.max_cost_usd:.4f}"
+        total = self.already_spent + self.spent
+        if self.max_cost_usd is not None and total >= self.max_cost_usd:
+            return (
+                f"batch budget reached: the batch's projects have spent ${total:.4f} "
+                f"of --max-cost-usd ${self.max_cost_usd:.4f}"
+            )
         return None
 
     def _reporter(self, project: str) -> Callable[[Event], None]:
@@ -630,6 +717,11 @@ def latest_entries(workflows: list[Any], workers: dict[str, WorkerRow]) -> list[
     return entries
 
 
+def no_schema_yet(exc: BaseException) -> bool:
+    """A database DBOS never launched on: its tables are not there yet."""
+    return "no such table" in str(exc) or "does not exist" in str(exc)
+
+
 @contextlib.contextmanager
 def client(url: str) -> Iterator[Any]:
     from dbos import DBOSClient
@@ -637,7 +729,7 @@ def client(url: str) -> Iterator[Any]:
     try:
         dbos_client = DBOSClient(system_database_url=url, application_name=APP_NAME, retry_connection_errors=False)
     except Exception as exc:
-        raise UsageError(f"cannot open the queue database {shown_url(url)}: {redact(str(exc), url)}") from None
+        raise UsageError(f"cannot open the queue database {shown_url(url)}: {db_error(exc, url)}") from None
     try:
         yield dbos_client
     finally:
@@ -659,9 +751,9 @@ def read_queue(workspace: Workspace, url: str) -> tuple[list[QueueEntry], list[W
                 queue_name=queue_name(workspace.name), load_input=False, load_output=True
             )
         except Exception as exc:
-            if "no such table" in str(exc) or "does not exist" in str(exc):
+            if no_schema_yet(exc):
                 return [], rows
-            raise UsageError(f"cannot read the queue {shown_url(url)}: {redact(str(exc), url)}") from None
+            raise UsageError(f"cannot read the queue {shown_url(url)}: {db_error(exc, url)}") from None
     return latest_entries(workflows, {r.executor_id: r for r in rows}), rows
 
 

@@ -19,7 +19,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, fail, guarded, out, workspace_of
+from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, fail, guarded, out, storage_error, workspace_of
 from pensieve.errors import PensieveError, UsageError
 from pensieve.json_text import print_json
 
@@ -28,8 +28,11 @@ if TYPE_CHECKING:
     from pensieve.config import Settings
     from pensieve.workspace import Workspace
 
+# DBOS keeps the limit per queue, not per process (batch_queue.Worker.concurrency_problem).
+SAME_N = "Every process working one queue uses the same N: another N is refused while they run."
 ConcurrencyOpt = Annotated[
-    int, typer.Option("--concurrency", "-c", help="Projects this process runs at once.", min=1, max=256)
+    int,
+    typer.Option("--concurrency", "-c", help=f"Projects this process runs at once. {SAME_N}", min=1, max=256),
 ]
 TERMINAL = ("complete", "failed", "stopped", "paused")
 
@@ -67,7 +70,11 @@ def batch(
     concurrency: Annotated[
         int,
         typer.Option(
-            "--concurrency", "-c", min=0, max=256, help="Projects this process runs at once (0: the workers run them)."
+            "--concurrency",
+            "-c",
+            min=0,
+            max=256,
+            help=f"Projects this process runs at once (0: the workers run them). {SAME_N}",
         ),
     ] = 4,
     model: Annotated[str | None, typer.Option("--model", help="Model for items that name none.")] = None,
@@ -76,7 +83,9 @@ def batch(
     max_cost_usd: Annotated[
         float | None,
         typer.Option(
-            "--max-cost-usd", help="Batch budget: no project starts past it; running ones finish their stage."
+            "--max-cost-usd",
+            help="Budget of the batch's projects, over all runs: past it no project starts, "
+            "running ones finish their stage. Needs --concurrency 1 or more.",
         ),
     ] = None,
 ) -> None:
@@ -100,6 +109,13 @@ def batch(
             raise UsageError("--model is empty; give a litellm model string such as openai/gpt-4o-mini")
         if max_cost_usd is not None and not (math.isfinite(max_cost_usd) and max_cost_usd > 0):
             raise UsageError("--max-cost-usd must be a number more than 0")  # nan: `spent >= nan` never stops
+        if max_cost_usd is not None and concurrency == 0:
+            # The budget is kept by the process that runs the projects; with 0 the
+            # workers run them, each unaware of it.
+            raise UsageError(
+                "--max-cost-usd needs --concurrency 1 or more: with --concurrency 0 the workers "
+                "run the projects and the budget would not be kept"
+            )
         settings = load_settings()
         ws = workspace_of(workspace)
         items = read_items(file)
@@ -112,16 +128,18 @@ def batch(
     from pensieve.batch_queue import Worker
 
     stop = _stop_on_signals()
-    projects, created = guarded(lambda: create_projects(ws, items))
-    err.print(f"{len(projects)} projects ({created} new) in workspace {ws.name}", markup=False)
-    worker = Worker(ws, settings, url, concurrency, kind="batch", max_cost_usd=max_cost_usd)
+    spent = sum(_status_of(ws, item.project_id)[1] or 0.0 for item in items)
+    worker = Worker(ws, settings, url, concurrency, kind="batch", max_cost_usd=max_cost_usd, already_spent=spent)
+    # The queue database first: unreachable or refused, no project has been created.
     guarded(worker.start)
     try:
+        projects, created = create_projects(ws, items)
+        err.print(f"{len(projects)} projects ({created} new) in workspace {ws.name}", markup=False)
         planned = worker.plan(items, until, model, retry_failed)
         states = _watch(worker, planned, stop)
-    except PensieveError as exc:
+    except (PensieveError, OSError) as exc:
         worker.close()
-        fail(exc)
+        fail(exc if isinstance(exc, PensieveError) else storage_error(exc))
     except BaseException:  # a bug: say where, then leave the queue as a crash would
         import traceback
 
@@ -177,7 +195,9 @@ def _watch(worker: Worker, planned: list[Planned], stop: threading.Event) -> dic
                 stage, cost, _ = _status_of(worker.workspace, p.project)
                 known[p.project] = (state, stage, cost)
             _, stage, cost = known[p.project]
-            rows.append((p.project, state, stage, cost, workers.get(p.project, "") if state == "running" else ""))
+            # A project complete as far as asked (--until) names its next stage: not shown.
+            shown = None if state == "complete" else stage
+            rows.append((p.project, state, shown, cost, workers.get(p.project, "") if state == "running" else ""))
         if live is not None:
             live.update(_table(rows))
         else:
@@ -234,7 +254,12 @@ def _summary(ws: Workspace, worker: Worker, planned: list[Planned], states: dict
         err.print("fix the cause, then run the same command with --retry-failed", markup=False)
         return 1
     if counts.get("stopped"):
-        err.print("run the same command again (with a higher --max-cost-usd) to continue", markup=False)
+        # The budget counts what the projects spent before too: the same value stops again.
+        err.print(
+            f"to continue, run the same command with --max-cost-usd above ${total:.4f} "
+            "(the budget counts what the batch's projects have spent in every run)",
+            markup=False,
+        )
     return 0
 
 
