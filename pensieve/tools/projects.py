@@ -9,6 +9,7 @@ was written by a user or a model: it is sanitised and capped like any untrusted 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,9 +47,23 @@ def document_title(text: str, *, first_line: bool = False) -> str:
     return _one_line(fallback, TITLE_CHARS) if first_line else ""
 
 
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+
+
+def _paragraphs(text: str) -> Iterator[str]:
+    """The text's blocks between blank lines, found one at a time: the first prose paragraph
+    is near the top, and splitting a whole article for it cost list_projects a tenth of a
+    second over 10,000 projects."""
+    start = 0
+    for match in _PARAGRAPH_BREAK.finditer(text):
+        yield text[start : match.start()]
+        start = match.end()
+    yield text[start:]
+
+
 def opening_paragraph(text: str, limit: int = SUMMARY_CHARS) -> str:
     """The first prose paragraph of an article (headings, tables, code and comments skipped)."""
-    for block in re.split(r"\n\s*\n", text):
+    for block in _paragraphs(text):
         block = block.strip()
         if not block or block.startswith(("#", "|", "```", "~~~", "<!--", "---", "***")):
             continue
