@@ -7,6 +7,7 @@ torch: the pipeline and the model seam are imported inside `run` only.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -147,6 +148,7 @@ def run(
         options = RunOptions(stage=stage, until=until, force=force, model=model, from_stage=from_stage)
         return project, settings, options
 
+    _hear_stop_requests()
     try:
         project, settings, options = guarded(prepare)
         from pensieve.llm import start_import
@@ -189,6 +191,17 @@ def run(
         err.print(f"paused before {final.current_stage}: `pensieve run {project.id}` continues", markup=False)
     err.print(summary, markup=False)
     _print_stale(project, final)
+
+
+def _hear_stop_requests() -> None:
+    """A run detached in a session of its own (the studio starts runs so) hears SIGINT: it is
+    how the studio's Stop asks for a graceful end. Started from a shell's background job, such
+    a process inherits SIGINT ignored, and Stop would do nothing until the model answered.
+    (No terminal's Ctrl-C can reach a session leader, so nothing else changes.)"""
+    import signal
+
+    if os.getsid(0) == os.getpid() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @app.command("list")

@@ -7,6 +7,7 @@ through its ordinary configuration.
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,12 @@ from tests.fakes.model_server import FakeModel
 
 # litellm must never fetch its price list from the network during tests.
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+
+# A suite started as a shell's background job inherits SIGINT ignored, and so would every
+# `pensieve run` a test starts and then interrupts: they would run on as if never asked.
+# The tests' processes hear Ctrl-C as a user's do, however the suite was launched.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 pytest_plugins = ("tests.web_fixtures",)
 

@@ -140,3 +140,38 @@ def test_a_lock_file_naming_a_dead_process_does_not_block(home: Home) -> None:
     result = home.run("run", pid, "--until", "refiner")
     assert result.exit_code == 0, result.stderr
     assert home.model.count("refiner") == 2
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # what a shell's background job inherits
+
+
+def test_a_detached_run_hears_a_stop_even_when_started_with_sigint_ignored(home: Home) -> None:
+    # The studio starts runs in sessions of their own and stops them with SIGINT. A studio
+    # launched as a background job (`pensieve studio &` in a script) hands its runs SIGINT
+    # ignored: Stop then did nothing until the model answered.
+    pid = home.new()
+    home.model.delay_s["researcher"] = 120.0
+    with (home.path / "out.txt").open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pensieve", "run", pid, "--quiet"],
+            env=child_env(home.path),
+            cwd=home.path,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_ignore_sigint,
+        )
+    try:
+        wait_for(lambda: home.model.requests and home.model.requests[-1].stage == "researcher")
+        process.send_signal(signal.SIGINT)
+        code = process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    output = (home.path / "out.txt").read_text()
+    assert code == 130, output
+    assert "interrupted: run `pensieve run" in output and "Traceback" not in output
+    status = json.loads((home.project_dir(pid) / "status.json").read_text())
+    assert status["stages"]["researcher"]["status"] == "interrupted"
