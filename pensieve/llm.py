@@ -628,9 +628,9 @@ async def complete(
     if tools:
         kwargs["tools"] = tools
         # Our tools are plain functions, never litellm-proxy MCP tools: without this flag
-        # litellm imports its MCP gateway (the mcp SDK and the proxy's catalog, 0.3-0.6 s
+        # litellm imports its MCP gateway (the mcp SDK and the proxy's catalog, ~0.8 s
         # here) on the first call that offers tools, and the first request waits for it.
-        # (A private keyword of the exactly pinned litellm; tests/test_llm_first_call.py.)
+        # (A private keyword of the exactly pinned litellm; tests/test_speed_paths.py.)
         kwargs["_skip_mcp_handler"] = True
     if api_base:
         kwargs["api_base"] = api_base
