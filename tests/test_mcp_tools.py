@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pensieve.events import read_events
-from tests.conftest import MODEL_KEY, Home
+from tests.conftest import MODEL_KEY, Home, Invocation
 from tests.fakes.mcp_server import HOSTILE, WIKI_FACT, HttpWiki
 from tests.fakes.model_server import call, error, text
 
@@ -249,9 +249,8 @@ def test_a_denied_tool_is_refused_at_dispatch_even_when_called_by_name(home: Hom
     assert any(n.startswith("agents.researcher.tools.allow names mcp.wiki.serch, which mcp server") for n in notes)
 
 
-def test_a_server_that_fails_to_start_is_a_tool_error_and_said_before_the_stage(home: Home, tmp_path: Path) -> None:
-    pid_file = tmp_path / "broken.pids"
-    configure(home, {"wiki": stdio_server(pid_file, "--fail-start")}, allow=["mcp.wiki.*"])
+def _researcher_asks_a_missing_wiki(home: Home) -> Invocation:
+    """Run up to a researcher that calls the wiki, then writes notes without it."""
     pid = home.new("How the Falcon index is rebuilt")
     home.model.script(
         "researcher",
@@ -259,7 +258,13 @@ def test_a_server_that_fails_to_start_is_a_tool_error_and_said_before_the_stage(
         call("write_project_file", {"filename": "research_notes.md", "content": NOTES.replace(" [S1]", "")}),
         text("Notes written."),
     )
-    result = home.run("run", pid, "--until", "researcher")
+    return home.run("run", pid, "--until", "researcher")
+
+
+def test_a_server_that_fails_to_start_is_a_tool_error_and_said_before_the_stage(home: Home, tmp_path: Path) -> None:
+    pid_file = tmp_path / "broken.pids"
+    configure(home, {"wiki": stdio_server(pid_file, "--fail-start")}, allow=["mcp.wiki.*"])
+    result = _researcher_asks_a_missing_wiki(home)
     assert result.exit_code == 0, result.stderr
     said = "mcp server 'wiki' is not available: exited with status 1 (wiki: cannot open the index)"
     assert said in result.stderr
@@ -275,14 +280,7 @@ def test_a_server_that_hangs_at_start_is_said_to_and_left_no_process(home: Home,
     pid_file = tmp_path / "hang-start.pids"
     configure(home, {"wiki": stdio_server(pid_file, "--hang-start")}, allow=["mcp.wiki.*"])
     home.configure(mcp={"startup_timeout_s": 5})
-    pid = home.new("How the Falcon index is rebuilt")
-    home.model.script(
-        "researcher",
-        call("mcp_wiki_search", {"query": "falcon"}),
-        call("write_project_file", {"filename": "research_notes.md", "content": NOTES.replace(" [S1]", "")}),
-        text("Notes written."),
-    )
-    result = home.run("run", pid, "--until", "researcher")
+    result = _researcher_asks_a_missing_wiki(home)
     assert result.exit_code == 0, result.stderr
     # Pensieve's own timeout, not the signal it then sent ("exited with status -15").
     said = "mcp server 'wiki' is not available: did not start within 5s (mcp.startup_timeout_s)"
@@ -534,14 +532,7 @@ def test_tools_command_gives_a_tool_one_model_facing_name_in_every_stage(home: H
 
 def test_a_server_that_cannot_run_at_all_is_said_before_the_first_stage(home: Home) -> None:
     configure(home, {"wiki": {"command": ["/nonexistent/wiki-server"], "env": ["WIKI_TOKEN_UNSET"]}}, allow=["mcp.*"])
-    pid = home.new("How the Falcon index is rebuilt")
-    home.model.script(
-        "researcher",
-        call("mcp_wiki_search", {"query": "falcon"}),
-        call("write_project_file", {"filename": "research_notes.md", "content": NOTES.replace(" [S1]", "")}),
-        text("Notes written."),
-    )
-    result = home.run("run", pid, "--until", "researcher")
+    result = _researcher_asks_a_missing_wiki(home)
     assert result.exit_code == 0, result.stderr
     said = "mcp server 'wiki' is not available: cannot run '/nonexistent/wiki-server' (not found or not executable)"
     assert result.stderr.count(said) == 1
