@@ -82,6 +82,9 @@ def _items_file(home: Home, n: int, name: str = "items.yaml") -> Path:
 # -- the batch file -----------------------------------------------------------------------
 
 
+SURROGATE_REFUSED = "the brief is not valid UTF-8 text: it holds a lone surrogate"
+
+
 @pytest.mark.parametrize(
     ("name", "content", "expected"),
     [
@@ -104,6 +107,10 @@ def _items_file(home: Home, n: int, name: str = "items.yaml") -> Path:
         ("b.yaml", "- {brief: a, brief: b}\n", "b.yaml:1: key 'brief' appears twice"),
         ("b.jsonl", '{"brief": "a"}\n"a bare brief"\n', "b.jsonl:2: not a JSON object (a JSON str)"),
         ("b.jsonl", '{"brief": "a", "brief": "b"}\n', "b.jsonl:1: key 'brief' appears twice"),
+        # A lone surrogate, escaped in JSON or YAML: no text a file could hold.
+        ("b.jsonl", '{"brief": "ok"}\n{"brief": "caf\\udcff"}\n', f"b.jsonl:2: {SURROGATE_REFUSED}"),
+        ("b.yaml", '- brief: ok\n- brief: "caf\\udcff"\n', f"b.yaml:2: {SURROGATE_REFUSED}"),
+        ("b.yaml", '- "caf\\ud800 plain"\n', f"b.yaml:1: {SURROGATE_REFUSED}"),
     ],
 )
 def test_bad_batch_files_are_refused_naming_the_line_before_anything_is_created(
@@ -115,6 +122,7 @@ def test_bad_batch_files_are_refused_naming_the_line_before_anything_is_created(
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0], result.stderr
+    assert lines[0].startswith(f"error: {path}"), lines[0]
     assert "Traceback" not in result.stderr
     workspace = home.path / "workspaces" / "default"
     assert not (workspace / "projects").exists() or not any((workspace / "projects").iterdir())

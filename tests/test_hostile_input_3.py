@@ -28,6 +28,7 @@ from tests.fakes.http import QuietHandler, close, serve
 from tests.fakes.model_server import call, encoded, error, text
 from tests.fakes.scholarly_server import FakeScholarly
 from tests.fakes.web_site import FakeSite
+from tests.test_batch import SURROGATE_REFUSED
 from tests.test_mcp_tools import configure as mcp_configure
 from tests.test_mcp_tools import stdio_server, tool_results
 from tests.test_scholarly_search import ACADEMIC, configure, search_error
@@ -292,29 +293,6 @@ def test_a_batch_budget_that_is_not_a_positive_number_is_refused(home: Home, bud
     assert result.exit_code == 2
     assert result.stderr.strip() == "error: --max-cost-usd must be a number more than 0"
     assert _nothing_created(home) and home.model.requests == []
-
-
-SURROGATE_REFUSED = "the brief is not valid UTF-8 text: it holds a lone surrogate"
-
-
-@pytest.mark.parametrize(
-    ("name", "content", "where"),
-    [
-        ("b.jsonl", '{"brief": "ok"}\n{"brief": "caf\\udcff"}\n', "b.jsonl:2"),
-        ("b.yaml", '- brief: ok\n- brief: "caf\\udcff"\n', "b.yaml:2"),
-        ("b.yaml", '- "caf\\ud800 plain"\n', "b.yaml:1"),
-    ],
-)
-def test_a_brief_with_a_lone_surrogate_in_a_batch_file_is_refused_naming_its_line(
-    home: Home, name: str, content: str, where: str
-) -> None:
-    path = home.path / name
-    path.write_text(content)
-    result = home.run("batch", str(path))
-    assert result.exit_code == 2 and "Traceback" not in result.stderr
-    (line,) = result.stderr.strip().splitlines()
-    assert line.startswith(f"error: {path}") and f"{where}: {SURROGATE_REFUSED}" in line, line
-    assert _nothing_created(home)
 
 
 def test_a_brief_that_is_not_text_is_refused_by_new(home: Home) -> None:
