@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pensieve.workspace import atomic_write_bytes
+from pensieve.project.workspace import atomic_write_bytes
 
 N = 200
 PAYLOAD = b"x" * 6_000  # about the size of a status.json

@@ -23,7 +23,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import yaml
 from typer.testing import CliRunner
 
-from pensieve.cli import app
+from pensieve.cli.main import app
 from tests.fakes.model_server import FakeModel
 
 REVIEWERS = ("content_reviewer", "fact_checker", "style_reviewer")

@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pensieve.config import Settings
 from pensieve.evidence.hooks import align_file
 from pensieve.evidence.segment import cited_sentences
-from pensieve.source_archive import SourceArchive
+from pensieve.project.source_archive import SourceArchive
+from pensieve.project.workspace import Project, open_workspace
 from pensieve.topics.embedder import get_embedder
-from pensieve.workspace import Project, open_workspace
 from tests.evidence_scoring import load_labels, score
 
 NOUNS = [

@@ -19,9 +19,9 @@ from pensieve.citations.cited_sources import load_sources
 from pensieve.citations.references import numbered_for_reader
 from pensieve.evidence.store import summarize, well_formed
 from pensieve.hashing import sha256_of_bytes
+from pensieve.project.source_archive import SourceArchive
 from pensieve.publish.bundle import verify_bundle
 from pensieve.publish.export import export_project
-from pensieve.source_archive import SourceArchive
 
 SOURCES = 40
 SECTIONS = 12

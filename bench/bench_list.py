@@ -35,13 +35,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 from pensieve.config import load_settings
-from pensieve.events import EventBus
-from pensieve.project_list import new_project
+from pensieve.project.events import EventBus
+from pensieve.project.listing import new_project
+from pensieve.project.status import load_status
+from pensieve.project.workspace import LOCK_FILE, STATUS_FILE, Workspace
 from pensieve.stages import BY_NAME, STAGE_NAMES
-from pensieve.status import load_status
 from pensieve.tools.projects import list_projects
 from pensieve.tools.registry import RunResources, ToolContext
-from pensieve.workspace import LOCK_FILE, STATUS_FILE, Workspace
 from tests.fakes.artifacts import artifact
 
 # One in KINDS[i % len(KINDS)]: what each project of the workspace is.

@@ -30,10 +30,10 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 def make_workspace(home: Path, count: int) -> None:
-    from pensieve.project_list import new_project
+    from pensieve.project.listing import new_project
+    from pensieve.project.status import Status
+    from pensieve.project.workspace import open_workspace
     from pensieve.stages import STAGE_NAMES
-    from pensieve.status import Status
-    from pensieve.workspace import open_workspace
 
     ws = open_workspace(home, "default")
     for n in range(count):

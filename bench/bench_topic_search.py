@@ -30,14 +30,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_topics import _sentence, write_library
 from pensieve.config import load_settings
-from pensieve.events import EventBus
+from pensieve.project.events import EventBus
+from pensieve.project.workspace import Workspace
 from pensieve.stages import BY_NAME
 from pensieve.tools.registry import RunResources, ToolContext
 from pensieve.tools.topics import search_topics
 from pensieve.topics.embedder import get_embedder
 from pensieve.topics.index import update_index
 from pensieve.topics.search import search_library
-from pensieve.workspace import Workspace
 
 
 def timed(action: Callable[[], object]) -> float:

@@ -23,12 +23,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 
+from pensieve.project.workspace import Workspace
 from pensieve.topics.chunking import chunk_topic
 from pensieve.topics.embedder import get_embedder
 from pensieve.topics.index import update_index
 from pensieve.topics.library import parse_topic, render_topic
 from pensieve.topics.search import search_library
-from pensieve.workspace import Workspace
 
 WORDS = [
     "system",

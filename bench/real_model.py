@@ -417,7 +417,7 @@ def project_dir(home: Path, project: str) -> Path:
 
 
 def read_stages(home: Path, index: int, run: Run, recorder: Recorder, args: argparse.Namespace) -> list[StageRow]:
-    from pensieve.events import read_events
+    from pensieve.project.events import read_events
 
     folder = project_dir(home, run.project)
     status = json.loads((folder / "status.json").read_text())
@@ -640,9 +640,9 @@ def citation_forms(text: str) -> Counter[str]:
 
 def evidence_report(home: Path, runs: list[Run], recorder: Recorder) -> None:
     """Per aligned artifact: verdict counts, citation forms, ids not archived, numbers in no source."""
-    from pensieve.events import read_events
     from pensieve.evidence.store import ALIGNED, load_evidence
-    from pensieve.source_archive import SourceArchive
+    from pensieve.project.events import read_events
+    from pensieve.project.source_archive import SourceArchive
 
     print("\nevidence (--sources):")
     for index, run in enumerate(runs, 1):

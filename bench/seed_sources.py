@@ -155,7 +155,7 @@ def pages_for(brief: str) -> list[tuple[str, str, str]]:
 
 def seed_sources(folder: Path, brief: str) -> int:
     """Archive the brief's pages in the project at `folder`; returns how many."""
-    from pensieve.source_archive import SourceArchive
+    from pensieve.project.source_archive import SourceArchive
 
     archive = SourceArchive(folder)
     pages = pages_for(brief)

@@ -288,7 +288,7 @@ class RunSettings(_Section):
 
 
 class QueueSettings(_Section):
-    """The durable queue of `pensieve batch` / `pensieve worker` (pensieve/batch_queue.py)."""
+    """The durable queue of `pensieve batch` / `pensieve worker` (pensieve/batch/queue.py)."""
 
     # sqlite:///path or postgresql://host/db. Unset: a SQLite file in the workspace. A URL
     # with a password belongs in PENSIEVE_QUEUE_URL, never here.

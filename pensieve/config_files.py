@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from pensieve.errors import UsageError
 
 if TYPE_CHECKING:
-    from pensieve.workspace import Workspace
+    from pensieve.project.workspace import Workspace
 
 __all__ = ["check_config", "checked_workspace", "config_check_record", "config_path", "pensieve_home"]
 
@@ -108,7 +108,7 @@ def check_config(home: Path | None = None, environ: dict[str, str] | None = None
 
     validate_config(home, env)
     if key:
-        from pensieve.workspace import atomic_write_text
+        from pensieve.project.workspace import atomic_write_text
 
         with contextlib.suppress(OSError):  # an unwritable cache: checked every time
             record.parent.mkdir(parents=True, exist_ok=True)
@@ -117,7 +117,7 @@ def check_config(home: Path | None = None, environ: dict[str, str] | None = None
 
 def checked_workspace(name: str) -> Workspace:
     """The workspace `name` of this Pensieve home, once the configuration is known valid."""
-    from pensieve.workspace import open_workspace
+    from pensieve.project.workspace import open_workspace
 
     check_config()
     return open_workspace(pensieve_home(), name)

@@ -5,7 +5,7 @@ over, often over thousands of projects. It is answered here without the command-
 framework (Typer builds a pydantic adapter for any option that takes a value) or rich:
 the same checks (the configuration, the workspace name), the same rows, the same text.
 Every other command line, and a `list --json` that fails in any way, goes to
-`pensieve.cli`, which parses it and reports what is wrong the usual way; nothing is
+`pensieve.cli.main`, which parses it and reports what is wrong the usual way; nothing is
 printed here before the answer is whole.
 """
 
@@ -33,7 +33,7 @@ def main() -> None:
         if text is not None:
             sys.stdout.write(text)
             return
-    from pensieve.cli import main as cli_main
+    from pensieve.cli.main import main as cli_main
 
     cli_main()
 
@@ -65,7 +65,7 @@ def _list_json(workspace: str) -> str | None:
     command line then runs the same steps and explains the problem)."""
     from pensieve.config_files import checked_workspace
     from pensieve.json_text import json_text
-    from pensieve.project_list import summarize_projects
+    from pensieve.project.listing import summarize_projects
 
     try:
         rows = summarize_projects(checked_workspace(workspace))

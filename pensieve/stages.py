@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from pensieve import contracts
-from pensieve.workspace import BRIEF_FILE
+from pensieve.project.workspace import BRIEF_FILE
 
 if TYPE_CHECKING:
     from pensieve.citations.cited_sources import CitedSource

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from pensieve.cli import app
+from pensieve.cli.main import app
 from tests.fakes.model_server import FakeModel
 
 # litellm must never fetch its price list from the network during tests.

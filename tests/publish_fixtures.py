@@ -17,7 +17,7 @@ from lxml import html as lxml_html  # type: ignore[import-untyped]
 from pensieve.citations.cited_sources import load_sources
 from pensieve.citations.references import numbered_for_reader
 from pensieve.hashing import sha256_of_bytes
-from pensieve.source_archive import SourceArchive
+from pensieve.project.source_archive import SourceArchive
 
 HOSTILE_TITLE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2"> Evil "page"'
 

@@ -15,10 +15,10 @@ from starlette.testclient import TestClient
 
 from pensieve.config import pensieve_home
 from pensieve.hashing import sha256_of_bytes
+from pensieve.project.status import Status
+from pensieve.project.workspace import Workspace, open_workspace
 from pensieve.stages import STAGES
-from pensieve.status import Status
 from pensieve.studio.app import create_app
-from pensieve.workspace import Workspace, open_workspace
 from tests.fakes import artifacts
 
 TOKEN = "studio-test-token-6d0b1f"
@@ -47,7 +47,7 @@ def make_project(
 ) -> Path:
     """A project whose stages up to `upto` are complete, with real-looking artifacts and the
     input hashes a run would have recorded (so edits make later stages stale)."""
-    from pensieve.project_list import new_project
+    from pensieve.project.listing import new_project
 
     project = new_project(workspace(), brief, project_id)
     status = Status.new(project_id, "default")

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pensieve.batch_items import read_items, stable_id
+from pensieve.batch.items import read_items, stable_id
+from pensieve.project.status import load_status
 from pensieve.stages import STAGE_NAMES
-from pensieve.status import load_status
 from tests.conftest import MODEL_KEY, Home
 from tests.fakes.cli_process import child_env, exec_cli, fork_cli
 
@@ -174,7 +174,7 @@ def test_the_live_table_shows_each_project_s_state_stage_cost_and_worker() -> No
 
     from rich.console import Console
 
-    from pensieve.cli_batch import _table
+    from pensieve.cli.batch import _table
 
     screen = StringIO()
     console = Console(file=screen, force_terminal=True, width=100, color_system=None)
@@ -188,7 +188,7 @@ def test_the_live_table_shows_each_project_s_state_stage_cost_and_worker() -> No
 
 
 def test_waves_follow_the_stage_graph() -> None:
-    from pensieve.batch_queue import waves  # imports DBOS: only inside the test
+    from pensieve.batch.queue import waves  # imports DBOS: only inside the test
 
     groups = waves()
     assert [name for group in groups for name in group] == list(STAGE_NAMES)
@@ -238,7 +238,7 @@ def test_llm_max_concurrent_calls_caps_calls_in_flight_across_event_loops() -> N
     import asyncio
     import threading
 
-    from pensieve.llm import CallGate
+    from pensieve.model.llm import CallGate
 
     gate = CallGate(2)
     peak = 0
@@ -305,7 +305,7 @@ def test_a_batch_of_20_at_concurrency_5_completes_and_the_same_file_again_runs_n
 
 @pytest.mark.slow
 def test_another_concurrency_is_refused_while_the_queue_is_worked_and_queue_shows_who_runs_what(home: Home) -> None:
-    from pensieve.batch_queue import HOST
+    from pensieve.batch.queue import HOST
 
     home.configure(queue={"poll_interval_s": 0.2}, contracts={"topic_semantic": False})
     for stage in STAGE_NAMES:
@@ -352,8 +352,8 @@ def test_another_concurrency_is_refused_while_the_queue_is_worked_and_queue_show
 
 @pytest.mark.slow
 def test_work_queued_before_a_process_starts_is_taken_n_at_a_time_from_its_first_poll(home: Home) -> None:
-    from pensieve.batch_queue import read_queue
-    from pensieve.workspace import open_workspace
+    from pensieve.batch.queue import read_queue
+    from pensieve.project.workspace import open_workspace
 
     home.configure(queue={"poll_interval_s": 0.2}, contracts={"topic_semantic": False})
     home.model.delay_s["refiner"] = 0.5
@@ -530,7 +530,7 @@ def test_the_budget_stops_new_projects_and_failures_are_retried_on_request(home:
 
 def test_batch_list_and_help_import_no_dbos(home: Home) -> None:
     code = (
-        "import sys\nfrom typer.testing import CliRunner\nfrom pensieve.cli import app\n"
+        "import sys\nfrom typer.testing import CliRunner\nfrom pensieve.cli.main import app\n"
         "for args in (['list'], ['batch', '--help'], ['queue', '--help']):\n"
         "    assert CliRunner().invoke(app, args).exit_code == 0\n"
         "bad = [m for m in ('dbos', 'litellm', 'torch', 'sqlalchemy') if m in sys.modules]\n"
@@ -546,8 +546,8 @@ def test_batch_list_and_help_import_no_dbos(home: Home) -> None:
 def test_three_workers_on_postgres_a_killed_one_s_project_is_finished_by_another(
     home: Home, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    from pensieve.batch_queue import read_queue
-    from pensieve.workspace import open_workspace
+    from pensieve.batch.queue import read_queue
+    from pensieve.project.workspace import open_workspace
     from tests.fakes.postgres import postgres_server
 
     home.configure(queue={"poll_interval_s": 0.2, "worker_timeout_s": 5}, contracts={"topic_semantic": False})

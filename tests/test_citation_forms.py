@@ -17,12 +17,12 @@ from pensieve.citations.references import numbered_for_reader, with_references, 
 from pensieve.citations.text import cited_ids, normalize_citations, split_notes
 from pensieve.config import Settings, TopicsSettings
 from pensieve.errors import UsageError
-from pensieve.events import read_events
-from pensieve.source_archive import SourceArchive
-from pensieve.status import Status, save_status
+from pensieve.project.events import read_events
+from pensieve.project.source_archive import SourceArchive
+from pensieve.project.status import Status, save_status
+from pensieve.project.workspace import Project, Workspace
 from pensieve.topics.capture import capture_on_complete, capture_project
 from pensieve.topics.library import parse_topic
-from pensieve.workspace import Project, Workspace
 from tests.conftest import Home
 from tests.fakes.web_site import FakeSite
 from tests.test_citations import P1, P2, P3, script_clean_run, status_of

@@ -213,8 +213,8 @@ def test_read_commands_do_not_import_litellm_or_torch(home: Home) -> None:
     for args in (("--help",), ("list",), ("list", "--json"), ("status", pid), ("show", pid, "brief.md")):
         modules = _modules_after(*args)
         # `list --json` is answered by the entry point itself (tests/test_list_fast.py).
-        assert ("pensieve.launch" if args == ("list", "--json") else "pensieve.cli") in modules, args
-        # DBOS and SQLAlchemy belong to batch, worker and queue only (pensieve/cli_batch.py).
+        assert ("pensieve.launch" if args == ("list", "--json") else "pensieve.cli.main") in modules, args
+        # DBOS and SQLAlchemy belong to batch, worker and queue only (pensieve/cli/batch.py).
         heavy = {m for m in modules if m.split(".")[0] in HEAVY}
         assert not heavy, (args, sorted(heavy)[:5])
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pensieve.context import compact
+from pensieve.run.context import compact
 from tests.conftest import Home
 from tests.fakes.model_server import call
 

@@ -25,11 +25,11 @@ from typing import Any
 
 import pytest
 
-from pensieve.pipeline import COMMIT_MARKER
-from pensieve.project_list import summarize_projects
+from pensieve.project.listing import summarize_projects
+from pensieve.project.status import load_status
+from pensieve.project.workspace import STAGING_DIR, TMP_PREFIX, Workspace
+from pensieve.run.pipeline import COMMIT_MARKER
 from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES
-from pensieve.status import load_status
-from pensieve.workspace import STAGING_DIR, TMP_PREFIX, Workspace
 from tests.conftest import Home, make_home
 from tests.fakes.cli_process import child_env, exec_cli, fork_cli
 from tests.fakes.model_server import FakeModel

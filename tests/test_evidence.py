@@ -22,10 +22,10 @@ from pensieve.evidence.hooks import align_file, current_evidence, stale_artifact
 from pensieve.evidence.segment import cited_sentences, reader_numbers, source_sentences
 from pensieve.evidence.store import EVIDENCE_FILE, describe_share, latest_summary
 from pensieve.evidence.vectors import VECTORS_DIR
-from pensieve.llm import LLMReply
-from pensieve.source_archive import SourceArchive
+from pensieve.model.llm import LLMReply
+from pensieve.project.source_archive import SourceArchive
+from pensieve.project.workspace import Project, open_workspace
 from pensieve.topics.embedder import MODEL_PACKAGE, Embedder, get_embedder
-from pensieve.workspace import Project, open_workspace
 from tests.conftest import Home
 from tests.evidence_scoring import load_labels, score
 from tests.fakes.cli_process import child_env
@@ -381,7 +381,7 @@ def test_judge_answers_are_parsed(reply: str, parsed: tuple[str, str] | None) ->
 
 
 class JudgeDouble:
-    """A ModelClient (pensieve.model_client's seam) answering every question with `answer`."""
+    """A ModelClient (pensieve.model.client's seam) answering every question with `answer`."""
 
     model = "judge-double"
     context_chars = 100_000

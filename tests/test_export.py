@@ -22,8 +22,8 @@ import yaml
 from lxml import html as lxml_html  # type: ignore[import-untyped]
 from markdown_it import MarkdownIt
 
-from pensieve.status import load_status, save_status
-from pensieve.workspace import atomic_write_bytes
+from pensieve.project.status import load_status, save_status
+from pensieve.project.workspace import atomic_write_bytes
 from tests.conftest import Home
 from tests.publish_fixtures import HOSTILE_TITLE, cited_reference, write_evidence, write_final
 
@@ -504,7 +504,7 @@ def test_export_loads_no_model_and_list_loads_no_renderer(home: Home, project: P
     assert not {m for m in modules if m.split(".")[0] in {"litellm", "torch", "sentence_transformers", "openai"}}
     for args in (("--help",), ("list",)):
         light = _modules_after(*args)
-        assert "pensieve.cli" in light
+        assert "pensieve.cli.main" in light
         assert not {m for m in light if m.split(".")[0] in {"markdown_it", "docx", "lxml"}}, args
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from pensieve import llm
-from pensieve.textcalls import parse_text_tool_calls
+from pensieve.model import llm
+from pensieve.model.textcalls import parse_text_tool_calls
 from tests.fakes.model_server import (
     TEXT_CALL_FORMS,
     FakeModel,

@@ -13,7 +13,7 @@ import pytest
 
 from pensieve import __version__
 from pensieve.front_matter import split_front_matter
-from pensieve.source_archive import list_sources
+from pensieve.project.source_archive import list_sources
 from pensieve.tools.registry import ToolError
 from pensieve.tools.web import fetch_url, known_urls
 from pensieve.web.fetcher import Fetcher
@@ -383,7 +383,7 @@ def test_sources_command_does_not_import_litellm(web_home: Home, tmp_path: Path)
 def test_a_page_reached_through_a_redirect_and_directly_is_one_source(tmp_path: Path, redirect_first: bool) -> None:
     """Concurrent fetches archive in the order they finish: whichever way the page was
     reached first, it is one source, and both URLs find it (no fetch again on a re-run)."""
-    from pensieve.source_archive import SourceArchive
+    from pensieve.project.source_archive import SourceArchive
 
     archive = SourceArchive(tmp_path)
     page: dict[str, Any] = {"title": "T", "content_type": "text/html", "body": b"<p>x</p>", "text": "x"}

@@ -22,14 +22,14 @@ from typing import Any
 import pytest
 
 from pensieve.config import Settings
-from pensieve.dispatch import ToolBox
 from pensieve.errors import CorruptState, UsageError
-from pensieve.events import Event, EventKind, EventLog, read_events
 from pensieve.evidence.store import load_evidence
+from pensieve.project.events import Event, EventKind, EventLog, read_events
+from pensieve.project.workspace import Workspace, find_link, remove_stale_temporaries
+from pensieve.run.dispatch import ToolBox
 from pensieve.stages import BY_NAME
 from pensieve.tools import catalog
 from pensieve.tools.registry import ToolContext
-from pensieve.workspace import Workspace, find_link, remove_stale_temporaries
 from tests.conftest import Home
 from tests.fakes.cli_process import child_env
 
@@ -95,7 +95,7 @@ def _stack_limit(spare: int) -> Iterator[None]:
 
 
 def test_temporaries_and_staging_are_deleted_without_recursion(tmp_path: Path) -> None:
-    from pensieve.commit import clear_staging
+    from pensieve.run.commit import clear_staging
 
     workspace = Workspace(tmp_path, "default")
     project = workspace.project("alpha")
@@ -118,7 +118,7 @@ def test_temporaries_and_staging_are_deleted_without_recursion(tmp_path: Path) -
 
 
 def test_remove_tree_refuses_a_tree_deeper_than_its_bound(tmp_path: Path) -> None:
-    from pensieve.workspace import remove_tree
+    from pensieve.project.workspace import remove_tree
 
     top = _deep_chain(tmp_path / "tree", 80)
     with pytest.raises(OSError, match="nested more than 64"):
@@ -134,7 +134,7 @@ def test_a_tree_too_large_to_check_for_links_is_refused(home: Home, tmp_path: Pa
         (root / "aaa" / f"f{n}").touch()
     with pytest.raises(UsageError, match="too many files to check for links: more than 50"):
         find_link(root, max_entries=50)
-    home.monkeypatch.setattr("pensieve.workspace.MAX_TREE_ENTRIES", 100)
+    home.monkeypatch.setattr("pensieve.project.workspace.MAX_TREE_ENTRIES", 100)
     pid = home.new()
     (home.project_dir(pid) / "aaa").mkdir()
     for n in range(150):
@@ -322,7 +322,7 @@ async def test_edit_project_file_refuses_a_file_too_large_to_write(files: tuple[
 
 
 def test_list_shows_a_giant_brief_or_status_as_unreadable_without_reading_it(home: Home) -> None:
-    from pensieve.project_list import summarize_projects
+    from pensieve.project.listing import summarize_projects
 
     big_brief, big_status, fine = home.new("One", "--id", "one"), home.new("Two", "--id", "two"), home.new()
     _sparse(home.project_dir(big_brief) / "brief.md", 64_000_000, 0, b"Huge brief")
@@ -460,12 +460,12 @@ def test_concurrent_topics_add_processes(home: Home, tmp_path: Path) -> None:
 
 
 def test_creating_a_file_never_replaces_one_without_renameat2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pensieve.workspace import atomic_write_text
+    from pensieve.project.workspace import atomic_write_text
 
     def missing(src: Path, dst: Path) -> None:
         raise OSError(errno.ENOSYS, "renameat2 is not available")
 
-    monkeypatch.setattr("pensieve.workspace._renameat2", missing)
+    monkeypatch.setattr("pensieve.project.workspace._renameat2", missing)
     atomic_write_text(tmp_path / "topic.md", "first", replace=False)
     with pytest.raises(FileExistsError):
         atomic_write_text(tmp_path / "topic.md", "second", replace=False)

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from pensieve.config import Settings
-from pensieve.dispatch import ToolBox
-from pensieve.events import EventLog
+from pensieve.project.events import EventLog
+from pensieve.project.workspace import Workspace
+from pensieve.run.dispatch import ToolBox
 from pensieve.stages import BY_NAME
 from pensieve.tools import catalog
 from pensieve.tools.registry import ToolContext
-from pensieve.workspace import Workspace
 from tests.conftest import Home
 from tests.fakes.model_server import call, calls, default_artifact
 

@@ -22,20 +22,20 @@ from typing import Any, ClassVar
 import pytest
 
 from pensieve.config import Settings, load_settings
-from pensieve.context import compact
-from pensieve.dispatch import ToolBox
-from pensieve.events import Event, EventKind, EventLog, read_events
-from pensieve.pipeline import Runner
-from pensieve.preflight import RunOptions
+from pensieve.project.events import Event, EventKind, EventLog, read_events
+from pensieve.project.status import load_status, save_status
+from pensieve.project.workspace import Workspace
+from pensieve.run.context import compact
+from pensieve.run.dispatch import ToolBox
+from pensieve.run.pipeline import Runner
+from pensieve.run.preflight import RunOptions
 from pensieve.stages import BY_NAME, STAGES
-from pensieve.status import load_status, save_status
 from pensieve.tools import catalog
 from pensieve.tools.registry import ToolContext, ToolError
 from pensieve.tools.web import fetch_url, known_urls
 from pensieve.untrusted import sanitize
 from pensieve.web.decoding import BoundedDecoder, DecodingError
 from pensieve.web.extract import decode
-from pensieve.workspace import Workspace
 from tests.conftest import MODEL_KEY, Home
 from tests.fakes.cli_process import child_env
 from tests.fakes.model_server import call, calls, default_artifact, text
@@ -280,7 +280,7 @@ def test_list_does_not_read_a_linked_brief(home: Home) -> None:
 
 
 def test_low_level_writes_refuse_links(tmp_path: Path) -> None:
-    from pensieve.workspace import atomic_write_text, exclusive_lock, read_file_nofollow
+    from pensieve.project.workspace import atomic_write_text, exclusive_lock, read_file_nofollow
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -301,8 +301,8 @@ def test_low_level_writes_refuse_links(tmp_path: Path) -> None:
 
 
 def test_no_write_or_delete_goes_through_a_linked_directory_deeper_in_a_project(tmp_path: Path) -> None:
-    from pensieve.commit import clear_staging
-    from pensieve.workspace import atomic_write_text
+    from pensieve.project.workspace import atomic_write_text
+    from pensieve.run.commit import clear_staging
 
     outside = tmp_path / "outside"
     (outside / "refiner").mkdir(parents=True)
@@ -488,7 +488,7 @@ def test_every_command_checks_the_configuration(home: Home) -> None:
 
 def test_list_checks_the_config_without_loading_the_tools(home: Home) -> None:
     home.configure(llm={"temperature": 0.2})
-    code = "import sys; from pensieve.cli import app; app(['list'], standalone_mode=False); print(sorted(m for m in ('httpx', 'litellm', 'torch') if m in sys.modules))"  # noqa: E501
+    code = "import sys; from pensieve.cli.main import app; app(['list'], standalone_mode=False); print(sorted(m for m in ('httpx', 'litellm', 'torch') if m in sys.modules))"  # noqa: E501
     out = subprocess.run(
         [sys.executable, "-c", code], env=child_env(home.path), cwd=home.path, capture_output=True, text=True
     )
@@ -559,7 +559,7 @@ def test_an_echoed_key_never_lands_in_an_artifact_or_the_archive(home: Home) -> 
     for path in home.project_dir(pid).rglob("*"):
         if path.is_file():
             assert MODEL_KEY.encode() not in path.read_bytes(), path
-    from pensieve.source_archive import SourceArchive
+    from pensieve.project.source_archive import SourceArchive
 
     archive = SourceArchive(home.project_dir(pid))
     archive.add(url="http://x/", final_url="http://x/", title=MODEL_KEY, content_type="text/html",

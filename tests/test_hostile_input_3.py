@@ -15,8 +15,8 @@ from typing import ClassVar
 import pytest
 
 from pensieve.errors import UsageError
-from pensieve.events import EventKind, read_events
-from pensieve.project_list import validate_brief
+from pensieve.project.events import EventKind, read_events
+from pensieve.project.listing import validate_brief
 from pensieve.redact import remember_secret_names, secret_values
 from pensieve.tools.registry import ToolError
 from pensieve.tools.web import fetch_url

@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pensieve.launch import list_json_workspace
+from pensieve.project.status import Status, load_status
+from pensieve.project.status_view import read_status_view
 from pensieve.stages import STAGE_NAMES
-from pensieve.status import Status, load_status
-from pensieve.status_view import read_status_view
 from tests.conftest import Home
 from tests.fakes.cli_process import child_env
 from tests.studio_support import make_project, sentence, write_evidence
@@ -155,7 +155,7 @@ def test_failures_go_to_the_full_command_line_with_its_one_line_errors(home: Hom
         assert proc.returncode == full.exit_code == 2, stderr
         assert len(stderr.splitlines()) == 1 and "workspace" in stderr and "Traceback" not in stderr
         assert proc.stdout == ""
-        assert "pensieve.cli" in modules  # the full path said it
+        assert "pensieve.cli.main" in modules  # the full path said it
     home.configure(llm={"timeout_s": "soon"})
     proc = _launch(home, "list", "--json")
     stderr, _ = _split(proc)
@@ -180,7 +180,7 @@ def test_invalid_utf8_arguments_are_one_line_before_any_parsing(home: Home) -> N
     assert proc.returncode == 2 and stderr == (
         "error: a command-line argument is not valid UTF-8 text; check the terminal's encoding"
     )
-    assert "pensieve.project_list" not in modules
+    assert "pensieve.project.listing" not in modules
 
 
 # -- the status reader agrees with the model on every shown field ---------------------------

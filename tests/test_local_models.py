@@ -13,19 +13,19 @@ from typing import Any
 
 import pytest
 
-from pensieve import llm
 from pensieve.config import Settings
-from pensieve.context import compact
-from pensieve.dispatch import REPEAT_WARN, ToolBox
-from pensieve.events import EventLog
-from pensieve.model_client import StageModelClient
-from pensieve.preflight import RunOptions, preflight_warnings
-from pensieve.project_list import new_project
+from pensieve.model import llm
+from pensieve.model.client import StageModelClient
+from pensieve.project.events import EventLog
+from pensieve.project.listing import new_project
+from pensieve.project.status import load_status
+from pensieve.project.workspace import Workspace
+from pensieve.run.context import compact
+from pensieve.run.dispatch import REPEAT_WARN, ToolBox
+from pensieve.run.preflight import RunOptions, preflight_warnings
 from pensieve.stages import BY_NAME
-from pensieve.status import load_status
 from pensieve.tools.files import read_project_file
 from pensieve.tools.registry import ToolContext
-from pensieve.workspace import Workspace
 from tests.conftest import Home
 from tests.fakes import artifacts
 from tests.fakes.http import QuietHandler, close, serve

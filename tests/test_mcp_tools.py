@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pensieve.events import read_events
+from pensieve.project.events import read_events
 from tests.conftest import MODEL_KEY, Home, Invocation
 from tests.fakes.mcp_server import HOSTILE, WIKI_FACT, HttpWiki
 from tests.fakes.model_server import call, error, text
@@ -484,7 +484,7 @@ async def test_a_model_facing_name_means_one_tool_for_the_whole_run(tmp_path: Pa
     """`my-wiki` and `my_wiki` both sanitise to `mcp_my_wiki_`: the name each of their tools
     gets is fixed when it is first listed, so every stage (and `limits`) means the same tool."""
     from pensieve.config import Settings
-    from pensieve.events import EventLog
+    from pensieve.project.events import EventLog
     from pensieve.stages import BY_NAME
     from pensieve.tool_matrix import resolve_column
     from pensieve.tools.mcp import McpServers

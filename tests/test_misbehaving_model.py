@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pensieve.events import read_events
+from pensieve.project.events import read_events
 from tests.conftest import Home
 from tests.fakes import artifacts
 from tests.fakes.artifacts import DEFAULT_TOPIC

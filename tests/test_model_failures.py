@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from pensieve.events import read_events
+from pensieve.project.events import read_events
 from tests.conftest import Home
 from tests.fakes.model_server import Recorded, drop, error, hang
 
@@ -179,7 +179,7 @@ def test_an_empty_response_is_retried(home: Home) -> None:
 
 
 def test_tool_arguments_sent_as_an_object_are_read_as_json() -> None:
-    from pensieve.llm import _arguments
+    from pensieve.model.llm import _arguments
 
     # Ollama's chat API sends arguments as an object, not a JSON string.
     assert _arguments({"filename": "brief.md"}) == '{"filename": "brief.md"}'

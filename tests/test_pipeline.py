@@ -319,7 +319,7 @@ def test_run_reports_what_it_spent(home: Home) -> None:
 
 
 def test_a_fenced_final_message_is_unwrapped() -> None:
-    from pensieve.pipeline import unfence
+    from pensieve.run.pipeline import unfence
 
     assert unfence("```markdown\n# Title\n\nBody\n```") == "# Title\n\nBody"
     assert unfence("```\n# Title\n```\n") == "# Title"

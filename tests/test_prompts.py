@@ -9,20 +9,20 @@ from pathlib import Path
 import pytest
 
 from pensieve import prompts
-from pensieve.agent import AgentRun, has_sources, system_prompt, task_message
-from pensieve.commit import staged_artifact
 from pensieve.config import AgentSettings, Settings
-from pensieve.events import EventLog
-from pensieve.finishing import Finisher
-from pensieve.model_client import StageModelClient
-from pensieve.project_list import new_project
-from pensieve.source_archive import SourceArchive
+from pensieve.model.client import StageModelClient
+from pensieve.project.events import EventLog
+from pensieve.project.listing import new_project
+from pensieve.project.source_archive import SourceArchive
+from pensieve.project.status import load_status
+from pensieve.project.workspace import Project, Workspace, atomic_write_text
+from pensieve.run.agent import AgentRun, has_sources, system_prompt, task_message
+from pensieve.run.commit import staged_artifact
+from pensieve.run.finishing import Finisher
 from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES
-from pensieve.status import load_status
 from pensieve.tools import offered_tools
 from pensieve.tools.projects import document_title, earlier_articles, list_projects, opening_paragraph
 from pensieve.tools.registry import ToolContext
-from pensieve.workspace import Project, Workspace, atomic_write_text
 from tests.conftest import Home
 
 SEARCH_ON = {"SEARCH_API_KEY": "test-key"}

@@ -228,8 +228,8 @@ def test_author_year_citations_when_labels_are_available(project: Path, monkeypa
 
 
 def test_reference_text_drops_bidi_and_control_characters() -> None:
+    from pensieve.project.source_archive import ArchivedSource
     from pensieve.publish.references import reference_parts
-    from pensieve.source_archive import ArchivedSource
 
     source = ArchivedSource(
         id="S1",

@@ -22,7 +22,7 @@ from pensieve.citations.references import (
     reference_url,
 )
 from pensieve.front_matter import split_front_matter
-from pensieve.source_archive import SourceArchive, SourceMeta
+from pensieve.project.source_archive import SourceArchive, SourceMeta
 from pensieve.tools.web import fetch_url, known_urls, web_search
 from pensieve.web import ratelimit
 from pensieve.web.identifiers import canonical_url, normalize_arxiv_id, normalize_doi, normalize_pmid, year_of

@@ -19,7 +19,7 @@ from tests.fakes.cli_process import REPO_ROOT, child_env
 def test_background_import_loads_litellm_and_its_first_call_modules(tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "from pensieve import llm\n"
+        "from pensieve.model import llm\n"
         "assert 'litellm' not in sys.modules\n"
         "llm.start_import(); llm.start_import()\n"  # once, however often asked
         "thread = llm._import_thread\n"
@@ -47,7 +47,7 @@ def test_a_call_offering_tools_does_not_import_litellms_mcp_gateway(tmp_path: Pa
     tool = {"type": "function", "function": {"name": "text_stats", "parameters": {"type": "object"}}}
     code = (
         "import asyncio, sys\n"
-        "from pensieve import llm\n"
+        "from pensieve.model import llm\n"
         "reply = asyncio.run(llm.complete(model='openai/fake', api_base=sys.argv[1],\n"
         "    messages=[{'role': 'system', 'content': 'one stage (`refiner`)'}, {'role': 'user', 'content': 'hi'}],\n"
         f"    tools=[{tool!r}]))\n"
@@ -80,7 +80,7 @@ def test_a_process_that_exits_while_litellm_is_importing_exits_cleanly(tmp_path:
     # finalization, so the exit waited for the import lock forever. This object does what
     # that __del__ does; the process exits at once, with the import under way.
     code = (
-        "from pensieve import llm\n"
+        "from pensieve.model import llm\n"
         "class ImportsWhenCollected:\n"
         "    def __del__(self):\n"
         "        import http.cookies\n"

@@ -205,7 +205,7 @@ def test_text_that_no_file_can_hold_is_refused_with_400(home: Home, p1: Path) ->
     assert (p1 / "outline.md").read_text() == before["text"]
     # What every command line and batch file shares: the brief check itself.
     from pensieve.errors import UsageError
-    from pensieve.project_list import validate_brief
+    from pensieve.project.listing import validate_brief
 
     with pytest.raises(UsageError, match="lone surrogate"):
         validate_brief("abc \ud800 def")
@@ -373,7 +373,7 @@ def test_edit_keeps_history_marks_later_stages_stale_and_refuses_stale_bases(hom
 
 
 def test_no_edit_while_the_project_runs(p1: Path, home: Home) -> None:
-    from pensieve.workspace import open_workspace
+    from pensieve.project.workspace import open_workspace
 
     project = open_workspace(home.path, "default").project("p1")
     current = client().get("/api/projects/p1/files/outline.md").json()

@@ -202,7 +202,7 @@ def _fetch_into_archive(home: Home, project_id: str, url: str) -> None:
 
 
 def test_read_reveals_a_passage_and_hostile_content_runs_nothing(web_home: Home, site: FakeSite, browser: Any) -> None:
-    from pensieve.source_archive import SourceArchive, list_sources
+    from pensieve.project.source_archive import SourceArchive, list_sources
     from tests.publish_fixtures import write_evidence, write_final
 
     home = web_home

@@ -36,7 +36,7 @@ def _batch(home: Home, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 def test_a_batch_s_projects_show_complete_as_pensieve_queue_json_shows_them(home: Home) -> None:
-    from pensieve.batch_queue import HOST, Registry, WorkerRow, queue_url
+    from pensieve.batch.queue import HOST, Registry, WorkerRow, queue_url
     from pensieve.config import load_settings
 
     home.configure(queue={"poll_interval_s": 0.2}, contracts={"topic_semantic": False})
@@ -83,7 +83,7 @@ def test_a_batch_s_projects_show_complete_as_pensieve_queue_json_shows_them(home
 
 def test_the_studio_reads_the_queue_without_changing_it(home: Home) -> None:
     """An empty queue database (as a fresh `pensieve worker` leaves it) is read, not written."""
-    from pensieve.batch_queue import Registry, queue_url
+    from pensieve.batch.queue import Registry, queue_url
     from pensieve.config import load_settings
 
     workspace().root.mkdir(parents=True, exist_ok=True)

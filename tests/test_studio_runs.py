@@ -236,7 +236,7 @@ def test_the_studio_starts_without_litellm_or_torch(home: Home, tmp_path: Path) 
         "import sys\n"
         "from starlette.testclient import TestClient\n"
         "from pensieve.config import pensieve_home\n"
-        "from pensieve.workspace import open_workspace\n"
+        "from pensieve.project.workspace import open_workspace\n"
         "from pensieve.studio.app import create_app\n"
         "app = create_app(open_workspace(pensieve_home(), 'default'), token='t', port=8765)\n"
         "c = TestClient(app, base_url='http://127.0.0.1:8765', headers={'Authorization': 'Bearer t'})\n"
@@ -302,8 +302,8 @@ def test_only_a_pensieve_run_of_the_project_is_signalled() -> None:
 def test_stop_refuses_to_interrupt_a_queue_worker(home: Home) -> None:
     """`pensieve batch` runs its projects in its own process, under each project's lock: Stop
     on one of them says so instead of interrupting the whole batch."""
-    from pensieve.project_list import lock_holder
-    from pensieve.workspace import open_workspace
+    from pensieve.project.listing import lock_holder
+    from pensieve.project.workspace import open_workspace
 
     home.configure(queue={"poll_interval_s": 0.2})
     home.model.delay_s["researcher"] = 120.0
@@ -337,8 +337,8 @@ def test_stop_refuses_to_interrupt_a_queue_worker(home: Home) -> None:
 
 @pytest.mark.slow
 def test_closing_the_studio_leaves_its_runs_running(home: Home) -> None:
-    from pensieve.project_list import lock_holder
-    from pensieve.workspace import open_workspace
+    from pensieve.project.listing import lock_holder
+    from pensieve.project.workspace import open_workspace
 
     token = "close-token-5b1e"
     home.model.delay_s["researcher"] = 120.0

@@ -13,7 +13,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pensieve.textcalls import parse_text_tool_calls
+from pensieve.model.textcalls import parse_text_tool_calls
 from pensieve.tools import TOOL_NAMES
 
 KNOWN = TOOL_NAMES

@@ -12,15 +12,15 @@ from typing import Any
 import pytest
 
 from pensieve.config import Settings
-from pensieve.dispatch import ToolBox
-from pensieve.events import EventLog
-from pensieve.project_list import new_project
+from pensieve.project.events import EventLog
+from pensieve.project.listing import new_project
+from pensieve.project.workspace import Workspace
+from pensieve.run.dispatch import ToolBox
 from pensieve.stages import BY_NAME, STAGES
 from pensieve.tool_matrix import CANONICAL, cap_for, mcp_model_name, resolve_column
 from pensieve.tools import catalog
 from pensieve.tools.files import edit_project_file
 from pensieve.tools.registry import ToolContext, ToolError
-from pensieve.workspace import Workspace
 from tests.conftest import Home
 from tests.fakes.model_server import call, text
 
@@ -192,7 +192,7 @@ def test_tools_command_imports_no_model_and_no_mcp_without_servers(tmp_path: Pat
     code = (
         "import sys\n"
         "from typer.testing import CliRunner\n"
-        "from pensieve.cli import app\n"
+        "from pensieve.cli.main import app\n"
         "r = CliRunner().invoke(app, ['tools', '--json'])\n"
         "assert r.exit_code == 0, r.output\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'litellm', 'torch', 'mcp', 'sentence_transformers'}))"

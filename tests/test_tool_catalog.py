@@ -7,13 +7,13 @@ import sys
 from pathlib import Path
 
 from pensieve.config import Settings, default_tool_limits
-from pensieve.events import EventLog
-from pensieve.project_list import new_project
+from pensieve.project.events import EventLog
+from pensieve.project.listing import new_project
+from pensieve.project.workspace import Workspace
 from pensieve.stages import BY_NAME, STAGES
 from pensieve.tools import CATALOG, TOOL_NAMES, catalog, offered_tools
 from pensieve.tools.registry import RunResources, ToolContext
 from pensieve.tools.web import WebState, web_state
-from pensieve.workspace import Workspace
 
 # The rows of the spec's tool assignment matrix, top to bottom (spec/agent-tools.md).
 SPEC_TOOLS = (
@@ -83,7 +83,7 @@ def test_default_caps_agree_with_the_default_round_budget() -> None:
     """A model that makes one call a round can spend a stage's search and fetch budget before
     the round its file is due, and any one tool's cap still leaves two rounds to write and
     answer."""
-    from pensieve.agent import _write_by_round
+    from pensieve.run.agent import _write_by_round
     from pensieve.stages import STAGES
 
     settings = Settings()

@@ -10,14 +10,14 @@ import pytest
 
 from pensieve import prompts
 from pensieve.config import Settings
-from pensieve.events import EventLog
-from pensieve.project_list import new_project
+from pensieve.project.events import EventLog
+from pensieve.project.listing import new_project
+from pensieve.project.workspace import Workspace
 from pensieve.stages import BY_NAME, STAGES
 from pensieve.tools import catalog
 from pensieve.tools.projects import list_projects
 from pensieve.tools.registry import ToolContext
 from pensieve.tools.stats import text_stats
-from pensieve.workspace import Workspace
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "tool_schemas.json"
 
@@ -85,10 +85,10 @@ async def test_list_projects_omits_projects_without_brief_or_status(tmp_path: Pa
 
 
 def test_every_prompt_renders_and_a_missing_variable_raises(tmp_path: Path) -> None:
-    from pensieve.agent import AgentRun, system_prompt
-    from pensieve.commit import staged_artifact
-    from pensieve.finishing import Finisher
-    from pensieve.model_client import StageModelClient
+    from pensieve.model.client import StageModelClient
+    from pensieve.run.agent import AgentRun, system_prompt
+    from pensieve.run.commit import staged_artifact
+    from pensieve.run.finishing import Finisher
 
     base = ctx_for(tmp_path)
     for stage in STAGES:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pensieve.status import Status, load_status, save_status
+from pensieve.project.status import Status, load_status, save_status
 from tests.conftest import Home, Invocation
 from tests.test_topics_library import BRIEF, NOTES
 from tests.topic_library import TOPICS, write_library

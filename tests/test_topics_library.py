@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from pensieve.errors import UsageError
-from pensieve.source_archive import SourceArchive
-from pensieve.status import Status, save_status
+from pensieve.project.source_archive import SourceArchive
+from pensieve.project.status import Status, save_status
+from pensieve.project.workspace import Workspace
 from pensieve.topics.capture import capture_project
 from pensieve.topics.chunking import MAX_CHUNK_WORDS, SNIPPET_CHARS, chunk_topic
 from pensieve.topics.library import (
@@ -20,7 +21,6 @@ from pensieve.topics.library import (
     parse_topic,
     render_topic,
 )
-from pensieve.workspace import Workspace
 
 
 def test_front_matter_round_trip() -> None:

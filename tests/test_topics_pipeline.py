@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pensieve.events import read_events
+from pensieve.project.events import read_events
 from pensieve.topics import embedder
 from tests.conftest import Home
 from tests.fakes.model_server import call, text

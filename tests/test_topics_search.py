@@ -16,10 +16,10 @@ import numpy.typing as npt
 import pytest
 
 from pensieve.config import TopicsSettings
+from pensieve.project.workspace import Workspace
 from pensieve.topics.embedder import Embedder, ModelUnavailable, get_embedder, load_embedder
 from pensieve.topics.index import INDEX_DIR, INDEX_FILE, TopicIndex, index_path
 from pensieve.topics.search import search_library
-from pensieve.workspace import Workspace
 from tests.topic_library import QUERIES, TOPICS, UNRELATED_QUERIES, write_library
 
 MIN_SCORE = TopicsSettings().min_score

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pensieve.events import read_events
+from pensieve.project.events import read_events
 from pensieve.stages import STAGES
 from tests.conftest import Home
 from tests.fakes.model_server import call, calls, text

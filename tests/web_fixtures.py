@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 import pytest
 
 from pensieve.config import load_settings
-from pensieve.events import EventLog
+from pensieve.project.events import EventLog
+from pensieve.project.workspace import open_workspace
 from pensieve.stages import BY_NAME
 from pensieve.tools.registry import ToolContext
-from pensieve.workspace import open_workspace
 from tests.conftest import Home
 from tests.fakes.search_server import FakeSearch
 from tests.fakes.web_site import FakeSite

@@ -46,7 +46,7 @@ from pensieve.citations.text import (
     split_references,
     strip_code,
 )
-from pensieve.source_archive import normalize_url
+from pensieve.project.source_archive import normalize_url
 from pensieve.stages import Artifact
 from pensieve.web.identifiers import canonical_urls
 

@@ -15,7 +15,7 @@ class CitedSource:
     fetched_at: str
     text: str
     also: tuple[str, ...] = ()  # other URLs that reached the same page
-    # The work's metadata, as the archive keeps it (pensieve.source_archive.SourceMeta).
+    # The work's metadata, as the archive keeps it (pensieve.project.source_archive.SourceMeta).
     authors: tuple[str, ...] = ()
     year: int | None = None
     venue: str = ""
@@ -27,7 +27,7 @@ class CitedSource:
 
 
 def load_sources(project_dir: Path) -> dict[str, CitedSource]:
-    from pensieve.source_archive import SourceArchive
+    from pensieve.project.source_archive import SourceArchive
 
     archive = SourceArchive(project_dir)
     loaded = {}

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pensieve.citations.check import CheckReport, Problem, run_check
 from pensieve.citations.cited_sources import load_sources
 from pensieve.config import Settings
+from pensieve.project.workspace import Project
 from pensieve.stages import Artifact, Stage
-from pensieve.workspace import Project
 
 # Every file the check reads when it exists; `upto` limits which of them must be consistent.
 _INPUTS = (Artifact.RESEARCH_NOTES, Artifact.DRAFT_V1, Artifact.DRAFT_V2, Artifact.FINAL, Artifact.FACT_CHECK)

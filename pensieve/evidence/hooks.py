@@ -18,8 +18,8 @@ from pensieve.evidence.segment import reader_numbers
 from pensieve.evidence.store import ALIGNED, VERSION, artifact_entry, readable_evidence, save_entry
 from pensieve.evidence.vectors import VECTORS_DIR, VectorCache
 from pensieve.front_matter import split_front_matter
+from pensieve.project.workspace import Project
 from pensieve.topics.embedder import Embedder, get_embedder
-from pensieve.workspace import Project
 
 FINAL = "final.md"
 
@@ -30,7 +30,7 @@ def thresholds(settings: Settings) -> Thresholds:
 
 def load_source_texts(project_dir: Path) -> tuple[dict[str, SourceText], dict[str, str]]:
     """Archived texts by id (with where the text starts in sources/Sn.md), and URL -> id."""
-    from pensieve.source_archive import SourceArchive
+    from pensieve.project.source_archive import SourceArchive
 
     archive = SourceArchive(project_dir)
     texts: dict[str, SourceText] = {}

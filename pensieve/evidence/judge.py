@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from pensieve.evidence.align import Alignment
-from pensieve.model_client import ModelClient
+from pensieve.model.client import ModelClient
 from pensieve.untrusted import cap, sanitize, wrap
 
 SYSTEM = (

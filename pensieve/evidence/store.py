@@ -16,8 +16,8 @@ from typing import Any, TypeGuard
 from pensieve.clock import now_iso
 from pensieve.errors import CorruptState
 from pensieve.hashing import sha256_of_bytes
-from pensieve.workspace import EVIDENCE_FILE as EVIDENCE_FILE  # its name lives with the other files'
-from pensieve.workspace import atomic_write_text, read_file_nofollow
+from pensieve.project.workspace import EVIDENCE_FILE as EVIDENCE_FILE  # its name lives with the other files'
+from pensieve.project.workspace import atomic_write_text, read_file_nofollow
 
 VERSION = 1
 # The artifacts aligned, in pipeline order; the last one that exists is the article.

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from pensieve.evidence.segment import Span, source_sentences
 from pensieve.hashing import sha256_of_bytes
+from pensieve.project.workspace import atomic_write_bytes
 from pensieve.topics.embedder import DIMENSION, Embedder
-from pensieve.workspace import atomic_write_bytes
 
 if TYPE_CHECKING:
     import numpy as np

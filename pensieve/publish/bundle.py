@@ -30,17 +30,17 @@ from typing import Any
 from pensieve import __version__
 from pensieve.errors import PensieveError, UsageError
 from pensieve.hashing import sha256_of_bytes
-from pensieve.publish.document import EVIDENCE_FILE, Article
-from pensieve.publish.export import check_replaceable
-from pensieve.publish.html import html_page
-from pensieve.publish.render import bundle_source_path
-from pensieve.workspace import (
+from pensieve.project.workspace import (
     TMP_PREFIX,
     atomic_write_bytes,
     fsync_dir,
     shared_temporary_dir,
     special_file_kind,
 )
+from pensieve.publish.document import EVIDENCE_FILE, Article
+from pensieve.publish.export import check_replaceable
+from pensieve.publish.html import html_page
+from pensieve.publish.render import bundle_source_path
 
 MANIFEST = "manifest.json"
 FORMAT = "pensieve-evidence-bundle"

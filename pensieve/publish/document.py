@@ -28,9 +28,9 @@ from pensieve.citations.text import (
 from pensieve.errors import CorruptState, UsageError
 from pensieve.evidence.store import EVIDENCE_FILE, load_evidence, text_sha256, well_formed
 from pensieve.front_matter import FrontMatterError, parse_front_matter
+from pensieve.project.source_archive import ArchivedSource, SourceArchive, normalize_url
+from pensieve.project.workspace import check_name
 from pensieve.publish.references import ReferenceParts, clean_text, reference_parts
-from pensieve.source_archive import ArchivedSource, SourceArchive, normalize_url
-from pensieve.workspace import check_name
 
 DEFAULT_ARTIFACT = "final.md"
 VERDICTS = ("supported", "weak", "unsupported")

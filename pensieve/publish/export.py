@@ -12,8 +12,8 @@ from pathlib import Path
 
 from pensieve.clock import now_iso
 from pensieve.errors import UsageError
+from pensieve.project.workspace import atomic_write_bytes, special_file_kind
 from pensieve.publish.document import DEFAULT_ARTIFACT, Article, load_article
-from pensieve.workspace import atomic_write_bytes, special_file_kind
 
 FORMATS = ("html", "docx", "md", "json")
 _BY_SUFFIX = {".html": "html", ".htm": "html", ".docx": "docx", ".md": "md", ".markdown": "md", ".json": "json"}
@@ -136,9 +136,9 @@ def _check_inside_project(project_dir: Path, target: Path) -> None:
 def _stage_warnings(project_dir: Path, name: str) -> list[str]:
     """A file whose stage is not complete (being re-run, failed since) may be out of date."""
     from pensieve.errors import CorruptState
+    from pensieve.project.status import load_status
+    from pensieve.project.workspace import STATUS_FILE
     from pensieve.stages import STAGES
-    from pensieve.status import load_status
-    from pensieve.workspace import STATUS_FILE
 
     writer = next((stage for stage in STAGES if stage.writes == name), None)
     if writer is None:

@@ -103,7 +103,7 @@ async def create_project(request: Request) -> Response:
     text = brief_with_options(brief, body.get("target_words"), body.get("audience"))
 
     def make() -> dict[str, object]:
-        from pensieve.project_list import new_project, summarize
+        from pensieve.project.listing import new_project, summarize
 
         project = new_project(studio.workspace, text, project_id)
         row = summarize(project)
@@ -227,7 +227,7 @@ async def sources(request: Request) -> Response:
     def collect() -> list[dict[str, object]]:
         from dataclasses import asdict
 
-        from pensieve.source_archive import list_sources
+        from pensieve.project.source_archive import list_sources
 
         citing = data.citing_sentences(project)
         return [{**asdict(s), "cited_by": citing.get(s.id, [])} for s in list_sources(project.dir)]

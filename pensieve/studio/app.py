@@ -21,13 +21,13 @@ from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pensieve.errors import PensieveError, ProjectBusy, UsageError
+from pensieve.project.workspace import Project, Workspace
 from pensieve.studio import api
 from pensieve.studio import projects as data
 from pensieve.studio.projects import BadRequest, Conflict, NotFound
 from pensieve.studio.render import render_markdown
 from pensieve.studio.runs import RunManager, count_lines
 from pensieve.studio.security import SANDBOX_CSP, BodyTooLarge, Guard
-from pensieve.workspace import Project, Workspace
 
 HERE = Path(__file__).parent
 LOG = logging.getLogger("pensieve.studio")
@@ -262,7 +262,7 @@ async def sources_page(request: Request) -> Response:
     project = api.studio_of(request).project(request.path_params["id"])
 
     def collect() -> tuple[list[Any], dict[str, list[dict[str, Any]]]]:
-        from pensieve.source_archive import list_sources
+        from pensieve.project.source_archive import list_sources
 
         return list_sources(project.dir), data.citing_sentences(project)
 

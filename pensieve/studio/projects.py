@@ -17,11 +17,11 @@ from pensieve.errors import CorruptState, ProjectBusy, UsageError, has_lone_surr
 from pensieve.evidence.segment import cited_sentences
 from pensieve.evidence.store import EVIDENCE_FILE
 from pensieve.hashing import sha256_of_bytes
-from pensieve.project_list import lock_holder, summarize_projects
+from pensieve.project.listing import lock_holder, summarize_projects
+from pensieve.project.status import Status, load_status
+from pensieve.project.status import status_json as status_object
+from pensieve.project.workspace import HISTORY_DIR, REJECTED_DIR, Project, Workspace, atomic_write_text, check_name
 from pensieve.stages import STAGES, Artifact
-from pensieve.status import Status, load_status
-from pensieve.status import status_json as status_object
-from pensieve.workspace import HISTORY_DIR, REJECTED_DIR, Project, Workspace, atomic_write_text, check_name
 
 EDITABLE: tuple[str, ...] = tuple(a.value for a in Artifact)
 _VERSION = re.compile(r"^(history|rejected)/([A-Za-z0-9][A-Za-z0-9._-]{0,120})$")
@@ -155,7 +155,7 @@ class ProjectView:
 def status_json(project: Project) -> dict[str, Any]:
     """The object of `pensieve status ID --json`, made the same way (a deleted artifact's
     stage shown pending, as the next run will see it; nothing saved)."""
-    from pensieve.staleness import demote_missing
+    from pensieve.project.staleness import demote_missing
 
     try:
         status = load_status(project.status_path, keep_copy=False)
@@ -167,8 +167,8 @@ def status_json(project: Project) -> dict[str, Any]:
 
 def view(project: Project) -> ProjectView:
     from pensieve.errors import CorruptState
-    from pensieve.project_list import effective_status
-    from pensieve.staleness import stale_stages
+    from pensieve.project.listing import effective_status
+    from pensieve.project.staleness import stale_stages
 
     try:
         status = load_status(project.status_path, keep_copy=False)
@@ -198,8 +198,8 @@ def read_artifact(project: Project, name: str) -> dict[str, str]:
 def save_artifact(project: Project, name: str, text: object, base_sha256: object) -> dict[str, Any]:
     """An edit, as editing the file by hand: atomic, the previous text kept under history/,
     refused (409) when the file changed since `base_sha256` or while the project runs."""
-    from pensieve.commit import keep_in_history
-    from pensieve.staleness import stale_stages
+    from pensieve.project.staleness import stale_stages
+    from pensieve.run.commit import keep_in_history
 
     path = artifact_path(project, name)
     if not isinstance(text, str):
@@ -369,7 +369,7 @@ def citing_sentences(project: Project) -> dict[str, list[dict[str, Any]]]:
 
 
 def source_entry(project: Project, source_id: str) -> Any:
-    from pensieve.source_archive import list_sources
+    from pensieve.project.source_archive import list_sources
 
     if not _SOURCE_ID.match(source_id):
         raise BadRequest(f"{source_id!r} is not a source id (S1, S2, ...)")
@@ -381,7 +381,7 @@ def source_entry(project: Project, source_id: str) -> Any:
 
 def source_text(project: Project, source_id: str) -> str:
     from pensieve.front_matter import split_front_matter
-    from pensieve.source_archive import SOURCES_DIR
+    from pensieve.project.source_archive import SOURCES_DIR
 
     source_entry(project, source_id)
     path = project.dir / SOURCES_DIR / f"{source_id}.md"

@@ -11,13 +11,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pensieve.workspace import Workspace
+from pensieve.project.workspace import Workspace
 
 
 def queue_view(workspace: Workspace) -> dict[str, Any]:
     """{"workspace", "queue": the object of `pensieve queue --json`, or None when the workspace
     has no queue database yet, "worker_timeout_s"}."""
-    from pensieve.batch_queue import queue_json, queue_url, read_queue, sqlite_path
+    from pensieve.batch.queue import queue_json, queue_url, read_queue, sqlite_path
     from pensieve.config import load_settings
 
     settings = load_settings()

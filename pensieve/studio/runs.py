@@ -21,10 +21,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pensieve.project_list import lock_holder
+from pensieve.project.listing import lock_holder
+from pensieve.project.workspace import Project, open_nofollow
 from pensieve.stages import STAGE_NAMES
 from pensieve.studio.projects import BadRequest, Conflict
-from pensieve.workspace import Project, open_nofollow
 
 # Set when the studio is told to stop: live feeds end so the server can close at once.
 STOPPING = threading.Event()

@@ -16,10 +16,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from pensieve.source_archive import SOURCES_DIR
-from pensieve.tools.registry import ToolContext, ToolError, tool
-from pensieve.untrusted import sanitize, wrap
-from pensieve.workspace import (
+from pensieve.project.source_archive import SOURCES_DIR
+from pensieve.project.workspace import (
     RESERVED,
     RESERVED_DIRS,
     SCRATCH_DIR,
@@ -29,6 +27,8 @@ from pensieve.workspace import (
     open_regular_nofollow,
     read_file_nofollow,
 )
+from pensieve.tools.registry import ToolContext, ToolError, tool
+from pensieve.untrusted import sanitize, wrap
 
 MAX_READ_CHARS = 200_000  # per call; an archived page (sources/) gets fetch.max_chars, as fetch_url does
 MAX_WRITE_CHARS = 1_000_000

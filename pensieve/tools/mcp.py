@@ -28,9 +28,9 @@ from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from pensieve.citations.text import MCP_SCHEME
-from pensieve.events import EventKind
+from pensieve.project.events import EventKind
+from pensieve.project.source_archive import SourceArchive
 from pensieve.redact import scrub
-from pensieve.source_archive import SourceArchive
 from pensieve.tool_matrix import CANONICAL, Column, cap_for, is_pattern, mcp_canonical, mcp_model_name
 from pensieve.tools.registry import Tool, ToolContext, ToolError
 from pensieve.untrusted import cap, sanitize, wrap
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from mcp.client.session import ClientSession
 
     from pensieve.config import McpServerSettings, Settings
-    from pensieve.events import EventSink
+    from pensieve.project.events import EventSink
 
 # A message larger than this ends the connection (the result cap applies well before).
 MAX_MESSAGE_BYTES = 64_000_000

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from pensieve.citations.text import shorten
+from pensieve.project.workspace import read_file_nofollow
 from pensieve.stages import Artifact
 from pensieve.tools.registry import ToolContext, tool
 from pensieve.untrusted import sanitize
-from pensieve.workspace import read_file_nofollow
 
 PROJECT_STATES = frozenset({"pending", "running", "paused", "complete", "error"})
 FINAL_FILE = Artifact.FINAL
@@ -80,7 +80,7 @@ def _head(path: Path) -> str:
 
 
 def project_summaries(ctx: ToolContext) -> list[dict[str, Any]]:
-    from pensieve.project_list import summarize_projects
+    from pensieve.project.listing import summarize_projects
 
     rows: list[dict[str, Any]] = []
     for row in summarize_projects(ctx.project.workspace):

@@ -19,11 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 if TYPE_CHECKING:
     from pensieve.config import Settings
-    from pensieve.events import EventSink
+    from pensieve.project.events import EventSink
+    from pensieve.project.workspace import Project
     from pensieve.stages import Stage
     from pensieve.tools.mcp import McpServers
     from pensieve.tools.web import WebState
-    from pensieve.workspace import Project
 
 
 class ToolError(Exception):

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pensieve.errors import PensieveError
-from pensieve.events import EventKind
+from pensieve.project.events import EventKind
 from pensieve.tools.registry import ToolContext, ToolError, tool
 from pensieve.untrusted import cap, sanitize, wrap
 

@@ -1,7 +1,7 @@
 """web_search and fetch_url: the Researcher's and the Fact Checker's window on the web.
 
 Everything that comes back from outside is sanitised, capped and wrapped as untrusted.
-Every successful fetch is archived in the project (`pensieve.source_archive`), and a URL already
+Every successful fetch is archived in the project (`pensieve.project.source_archive`), and a URL already
 archived is served from there unless the run is forced, so re-running a stage costs no
 new fetches. Expected failures are ToolErrors: the agent reads them and adapts.
 """
@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Literal
 
 import httpx
 
-from pensieve import llm
-from pensieve.events import EventKind
+from pensieve.model import llm
+from pensieve.project.events import EventKind
+from pensieve.project.source_archive import ArchivedSource, SourceArchive, SourceMeta, normalize_url
+from pensieve.project.workspace import read_file_nofollow
 from pensieve.redact import scrub
-from pensieve.source_archive import ArchivedSource, SourceArchive, SourceMeta, normalize_url
 from pensieve.tools.registry import ToolContext, ToolError, tool
 from pensieve.untrusted import cap, sanitize, wrap
 from pensieve.web.catalog import CATALOG, SEARCH_KEY_ENV
@@ -33,7 +34,6 @@ from pensieve.web.robots import RobotsCache, RobotsRefusal
 from pensieve.web.search import for_kind, search_all, usable
 from pensieve.web.search_providers import SearchResult
 from pensieve.web.url_policy import KnownUrls, links_in_page, urls_in_text
-from pensieve.workspace import read_file_nofollow
 
 if TYPE_CHECKING:
     from pensieve.config import Settings

@@ -27,7 +27,8 @@ from urllib.parse import urlsplit
 from pensieve.citations.references import source_title, source_url
 from pensieve.citations.text import normalize_citations, shorten
 from pensieve.errors import PensieveError, UsageError
-from pensieve.source_archive import normalize_url
+from pensieve.project.source_archive import normalize_url
+from pensieve.project.workspace import Project, atomic_write_text, read_file_nofollow
 from pensieve.stages import Artifact
 from pensieve.topics.chunking import HEADING
 from pensieve.topics.library import (
@@ -40,12 +41,11 @@ from pensieve.topics.library import (
 )
 from pensieve.untrusted import sanitize
 from pensieve.web.url_policy import replace_urls, urls_in_text
-from pensieve.workspace import Project, atomic_write_text, read_file_nofollow
 
 if TYPE_CHECKING:
     from pensieve.citations.cited_sources import CitedSource
     from pensieve.config import Settings
-    from pensieve.events import EventSink
+    from pensieve.project.events import EventSink
 
 BRIEF = Artifact.TOPIC_BRIEF
 NOTES = Artifact.RESEARCH_NOTES
@@ -246,7 +246,7 @@ def _write_topic(project: Project, title: str, text: str) -> tuple[str, Path, bo
 
 def _require_complete(project: Project) -> None:
     """Only a finished article feeds topic memory: a failed or unfinished one may hold junk."""
-    from pensieve.status import load_status
+    from pensieve.project.status import load_status
 
     state = load_status(project.status_path, keep_copy=False).status
     if state != "complete":
@@ -297,7 +297,7 @@ async def capture_on_complete(project: Project, settings: Settings, events: Even
     A capture that fails is reported on the run's event stream (else events.jsonl), never
     fatal: the article itself is finished.
     """
-    from pensieve.events import EventKind, EventLog
+    from pensieve.project.events import EventKind, EventLog
 
     if not settings.topics.capture:
         return

@@ -23,6 +23,13 @@ import numpy.typing as npt
 
 from pensieve.errors import PensieveError
 from pensieve.hashing import sha256_of_bytes
+from pensieve.project.workspace import (
+    Workspace,
+    atomic_write_bytes,
+    exclusive_lock,
+    open_regular_nofollow,
+    read_file_nofollow,
+)
 from pensieve.topics.chunking import CHUNKER_VERSION, chunk_topic
 from pensieve.topics.embedder import DIMENSION, MODEL_NAME, WEIGHTS_SHA256, Embedder
 from pensieve.topics.library import (
@@ -32,13 +39,6 @@ from pensieve.topics.library import (
     read_topic_bytes,
     slug_of,
     topic_files,
-)
-from pensieve.workspace import (
-    Workspace,
-    atomic_write_bytes,
-    exclusive_lock,
-    open_regular_nofollow,
-    read_file_nofollow,
 )
 
 INDEX_DIR = ".index"

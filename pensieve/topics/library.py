@@ -18,7 +18,7 @@ from typing import Any
 from pensieve.errors import UsageError
 from pensieve.front_matter import FrontMatterError, parse_front_matter, render_front_matter
 from pensieve.hashing import sha256_of_bytes
-from pensieve.workspace import TMP_PREFIX, Workspace, atomic_write_text, check_name, read_file_nofollow, slugify
+from pensieve.project.workspace import TMP_PREFIX, Workspace, atomic_write_text, check_name, read_file_nofollow, slugify
 
 TOPIC_SUFFIX = ".md"
 # A topic file is notes, not a book; anything bigger is almost surely a mistake and would

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pensieve.errors import UsageError
+from pensieve.project.workspace import Workspace
 from pensieve.topics.embedder import Embedder, get_embedder
 from pensieve.topics.index import Hit, UpdateReport, update_index
-from pensieve.workspace import Workspace
 
 # Longer queries add nothing: the model reads 256 word pieces at most.
 MAX_QUERY_CHARS = 2_000

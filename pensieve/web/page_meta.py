@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from pensieve.source_archive import SourceMeta
+from pensieve.project.source_archive import SourceMeta
 from pensieve.untrusted import sanitize
 from pensieve.web.identifiers import normalize_arxiv_id, normalize_doi, normalize_pmid, year_of
 

@@ -27,8 +27,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from pensieve.project.source_archive import normalize_url
 from pensieve.redact import scrub_key
-from pensieve.source_archive import normalize_url
 from pensieve.web.bounded_http import megabytes
 from pensieve.web.decoding import accepted_encodings
 from pensieve.web.fetcher import FetchError, read_capped

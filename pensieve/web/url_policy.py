@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
-from pensieve.source_archive import normalize_url
+from pensieve.project.source_archive import normalize_url
 
 _URL_IN_TEXT = re.compile(r"""https?://[^\s<>"'`\\)\]}|]+""", re.IGNORECASE)
 _HREF = re.compile(rb"""(?:href|src)\s*=\s*(?:"([^"]{1,2000})"|'([^']{1,2000})'|([^\s>"']{1,2000}))""", re.I)

@@ -84,7 +84,13 @@ def _forkserver() -> ForkServerContext:
         context = multiprocessing.get_context("forkserver")
         # Imported once in the server; every child starts warm.
         context.set_forkserver_preload(
-            ["tests.fakes.cli_process", "pensieve.cli", "pensieve.pipeline", "litellm", "tests.fakes.warm_litellm"]
+            [
+                "tests.fakes.cli_process",
+                "pensieve.cli.main",
+                "pensieve.run.pipeline",
+                "litellm",
+                "tests.fakes.warm_litellm",
+            ]
         )
         _context = context
     return _context

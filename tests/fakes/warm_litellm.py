@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from pensieve import llm
+from pensieve.model import llm
 from tests.fakes.model_server import FakeModel
 
 

@@ -1,7 +1,7 @@
 """What `list` shows of a status.json, read without pydantic.
 
 `list`, the studio's projects page and the list_projects tool read every project's
-status.json; over thousands of projects building the full model (`pensieve.status`,
+status.json; over thousands of projects building the full model (`pensieve.project.status`,
 pydantic) costs more than the reading, and a `list` that needs no model should not import
 pydantic at all. This reads the fields a row shows and checks each of them as the model
 does: a file whose shown fields do not hold is `unreadable` here as it is for

@@ -1,7 +1,7 @@
 """One event stream: everything that happens in a run is an `Event` on an `EventBus`.
 
 Observers subscribe instead of being called from every site: the events.jsonl log
-(`EventLog`), the progress display on stderr (pensieve.progress), and whatever comes
+(`EventLog`), the progress display on stderr (pensieve.cli.progress), and whatever comes
 next (a batch view, a web page). Emitters only say what happened.
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pensieve.clock import now_iso
+from pensieve.project.workspace import open_regular_nofollow, read_file_nofollow
 from pensieve.redact import scrub
-from pensieve.workspace import open_regular_nofollow, read_file_nofollow
 
 _MAX_FIELD = 500
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from pensieve.errors import UsageError
 from pensieve.hashing import sha256_of_bytes
-from pensieve.workspace import BRIEF_FILE, Project, Workspace, check_name, slugify
+from pensieve.project.workspace import BRIEF_FILE, Project, Workspace, check_name, slugify
 
 FIELDS = ("brief", "id", "target_words", "audience", "model")
 FORMATS = {".yaml": "yaml", ".yml": "yaml", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
@@ -162,7 +162,7 @@ def _item(path: Path, line: int, raw: Any) -> BatchItem:
     brief = raw.get("brief")
     if not isinstance(brief, str) or not brief.strip():
         raise UsageError(f"{where}: missing brief; every item needs a brief (what the article is about)")
-    from pensieve.project_list import validate_brief
+    from pensieve.project.listing import validate_brief
 
     try:
         text = validate_brief(brief)
@@ -242,7 +242,7 @@ def check_existing(workspace: Workspace, path: Path, items: list[BatchItem]) -> 
 
 def create_projects(workspace: Workspace, items: list[BatchItem]) -> tuple[list[Project], int]:
     """Each item's project, created if missing; returns them and how many were created."""
-    from pensieve.project_list import new_project
+    from pensieve.project.listing import new_project
 
     projects, created = [], 0
     for item in items:

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pensieve import llm
 from pensieve.config import Settings
 from pensieve.errors import UsageError
+from pensieve.model import llm
+from pensieve.project.staleness import demote_missing
+from pensieve.project.status import Status, load_status
+from pensieve.project.workspace import Project
 from pensieve.stages import BY_NAME, STAGE_NAMES, Stage, downstream_of
-from pensieve.staleness import demote_missing
-from pensieve.status import Status, load_status
-from pensieve.workspace import Project
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ run resumes after anything (a failure, Ctrl-C, SIGKILL, a deadline).
 
 `Runner.run_stage` takes one stage row from start to a committed artifact in named steps
 (begin, build the agent run, run it, stage the artifact, commit, check); the commit
-protocol that survives a crash is in pensieve.commit. Everything stage-specific comes
+protocol that survives a crash is in pensieve.run.commit. Everything stage-specific comes
 from the row (pensieve.stages); nothing here tests a stage's name.
 """
 
@@ -16,11 +16,18 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pensieve import llm
-from pensieve.agent import AgentRun, run_agent
 from pensieve.citations import hooks as citation_hooks
 from pensieve.clock import now_iso
-from pensieve.commit import (
+from pensieve.config import Settings
+from pensieve.errors import PensieveError, StageFailed
+from pensieve.model import llm
+from pensieve.model.client import StageModelClient
+from pensieve.project.events import EventBus, EventKind, EventLog, EventSink, Subscriber
+from pensieve.project.staleness import demote_missing, input_hashes
+from pensieve.project.status import Status, Usage, load_status, save_status
+from pensieve.project.workspace import Project, atomic_copy, atomic_write_text, remove_stale_temporaries
+from pensieve.run.agent import AgentRun, run_agent
+from pensieve.run.commit import (
     COMMIT_MARKER,
     CommitMarker,
     clear_staging,
@@ -29,20 +36,13 @@ from pensieve.commit import (
     pending_commit,
     staged_artifact,
 )
-from pensieve.config import Settings
-from pensieve.errors import PensieveError, StageFailed
-from pensieve.events import EventBus, EventKind, EventLog, EventSink, Subscriber
-from pensieve.finishing import ContractFailed, Finisher, unfence
-from pensieve.model_client import StageModelClient
-from pensieve.preflight import RunOptions, preflight, preflight_warnings, select_stages
+from pensieve.run.finishing import ContractFailed, Finisher, unfence
+from pensieve.run.preflight import RunOptions, preflight, preflight_warnings, select_stages
 from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES, Stage
-from pensieve.staleness import demote_missing, input_hashes
-from pensieve.status import Status, Usage, load_status, save_status
 from pensieve.tool_matrix import Column, resolve_column
 from pensieve.tools import offered_tools
 from pensieve.tools.registry import RunResources, Tool, ToolContext
 from pensieve.topics.capture import capture_on_complete
-from pensieve.workspace import Project, atomic_copy, atomic_write_text, remove_stale_temporaries
 
 if TYPE_CHECKING:
     from pensieve.tools.mcp import McpServers

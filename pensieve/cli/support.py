@@ -13,7 +13,7 @@ from rich.console import Console
 from pensieve.errors import PensieveError, UsageError, has_lone_surrogate
 
 if TYPE_CHECKING:  # imported for real inside the functions, so `--help` stays light
-    from pensieve.workspace import Workspace
+    from pensieve.project.workspace import Workspace
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 # Piped output is not cut to 80 columns: tables keep whole ids for scripts and `grep`.

@@ -22,11 +22,11 @@ from pathlib import Path
 
 from pensieve.contracts import Violation, check_artifact, repair_instruction, stage_error, strip_think
 from pensieve.errors import StageFailed
-from pensieve.source_archive import SourceArchive
+from pensieve.project.source_archive import SourceArchive
+from pensieve.project.workspace import atomic_write_text
 from pensieve.stages import Artifact, Stage
 from pensieve.tools.projects import earlier_articles
 from pensieve.tools.registry import Tool, ToolContext
-from pensieve.workspace import atomic_write_text
 
 # (artifact text, [system prompt, user turns...], files the agent read) -> what is wrong with it.
 ContractCheck = Callable[[str, Sequence[str], Collection[str]], list[Violation]]

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pensieve.errors import UsageError, has_lone_surrogate
-from pensieve.stages import STAGE_NAMES
-from pensieve.status_view import read_status_view
-from pensieve.workspace import (
+from pensieve.project.status_view import read_status_view
+from pensieve.project.workspace import (
     BRIEF_FILE,
     EVIDENCE_FILE,
     LOCK_FILE,
@@ -27,9 +26,10 @@ from pensieve.workspace import (
     create_project,
     read_file_nofollow,
 )
+from pensieve.stages import STAGE_NAMES
 
 if TYPE_CHECKING:
-    from pensieve.status import Status
+    from pensieve.project.status import Status
 
 
 def validate_brief(brief: str) -> str:
@@ -50,7 +50,7 @@ def validate_brief(brief: str) -> str:
 
 
 def new_project(workspace: Workspace, brief: str, project_id: str | None = None) -> Project:
-    from pensieve.status import Status
+    from pensieve.project.status import Status
 
     text = validate_brief(brief)
     return create_project(workspace, text, project_id, lambda pid: Status.new(pid, workspace.name).to_json())

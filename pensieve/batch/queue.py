@@ -34,13 +34,13 @@ from typing import Any
 import sqlalchemy as sa
 from dbos import DBOS, SetWorkflowID
 
-from pensieve.batch_items import BatchItem
+from pensieve.batch.items import BatchItem
 from pensieve.config import Settings, load_settings, pensieve_home
 from pensieve.errors import ProjectBusy, UsageError
-from pensieve.events import Event, EventKind
+from pensieve.project.events import Event, EventKind
+from pensieve.project.workspace import Workspace, open_workspace
 from pensieve.redact import scrub
 from pensieve.stages import STAGE_NAMES, STAGES
-from pensieve.workspace import Workspace, open_workspace
 
 APP_NAME = "pensieve"
 # The shape of the workflow and its steps. Every worker on a queue must run the same one:
@@ -514,9 +514,9 @@ class Worker:
         return load_settings(overrides={"article": article})
 
     def run_wave(self, job: Job, until: str) -> dict[str, Any]:
-        from pensieve.pipeline import Runner
-        from pensieve.preflight import RunOptions, preflight
-        from pensieve.status import load_status
+        from pensieve.project.status import load_status
+        from pensieve.run.pipeline import Runner
+        from pensieve.run.preflight import RunOptions, preflight
 
         self._park_if_stopping()
         try:
@@ -601,7 +601,7 @@ class Worker:
 
     def plan(self, items: list[BatchItem], until: str | None, model: str | None, retry_failed: bool) -> list[Planned]:
         """Enqueue what each item's project still needs; attach to what is already queued."""
-        from pensieve.status import load_status
+        from pensieve.project.status import load_status
 
         planned = []
         last = STAGE_NAMES.index(until) if until else len(STAGE_NAMES) - 1

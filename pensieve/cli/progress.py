@@ -1,6 +1,6 @@
 """Live progress on stderr: a rich table on a terminal, plain lines otherwise.
 
-Both reporters are subscribers of the run's event stream (pensieve.events): `Display`
+Both reporters are subscribers of the run's event stream (pensieve.project.events): `Display`
 turns each event into the one or two things a person watching needs to see, and the two
 classes only differ in how they show them. stdout is kept for data (ids, --json), so
 progress never pollutes a pipe.
@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from pensieve.events import Event, EventKind
+from pensieve.project.events import Event, EventKind
 from pensieve.redact import scrub
 
 
@@ -34,7 +34,7 @@ class _Row:
     last: str = ""
 
 
-# What a turn that asks for a better artifact is about (pensieve.finishing).
+# What a turn that asks for a better artifact is about (pensieve.run.finishing).
 _ASKED_AGAIN = {
     "reminder": "the model did not write its file; reminding it",
     "contract": "the artifact does not meet its contract; asking the model to fix it",

@@ -15,16 +15,16 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from pensieve import prompts
-from pensieve.context import compact
-from pensieve.dispatch import LoopDetected, ToolBox
 from pensieve.errors import StageFailed
-from pensieve.events import EventKind
-from pensieve.finishing import Finisher
-from pensieve.llm import LLMReply, ToolCall
-from pensieve.model_client import ModelClient
-from pensieve.source_archive import SourceArchive
+from pensieve.model.client import ModelClient
+from pensieve.model.llm import LLMReply, ToolCall
+from pensieve.model.textcalls import parse_text_tool_calls
+from pensieve.project.events import EventKind
+from pensieve.project.source_archive import SourceArchive
+from pensieve.run.context import compact
+from pensieve.run.dispatch import LoopDetected, ToolBox
+from pensieve.run.finishing import Finisher
 from pensieve.stages import Artifact
-from pensieve.textcalls import parse_text_tool_calls
 from pensieve.tool_matrix import cap_for
 from pensieve.tools import TOOL_NAMES, offered_tools
 from pensieve.tools.files import MAX_WRITE_CHARS
@@ -184,7 +184,7 @@ def task_message(run: AgentRun) -> str:
 
 async def run_agent(run: AgentRun) -> str:
     """Drive the conversation until the stage's artifact is accepted (see
-    pensieve.finishing); returns the model's final text (may be empty)."""
+    pensieve.run.finishing); returns the model's final text (may be empty)."""
     settings = run.ctx.settings
     stage = run.ctx.stage.name
     box = ToolBox(run.ctx, run.tools, {t.name: tool_cap(t, settings) for t in run.tools}, run.missing_tools)

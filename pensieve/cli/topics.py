@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from pensieve.cli_support import JsonOpt, WorkspaceOpt, check_text, err, guarded, out, workspace_of
+from pensieve.cli.support import JsonOpt, WorkspaceOpt, check_text, err, guarded, out, workspace_of
 from pensieve.errors import UsageError
 from pensieve.json_text import print_json
 
@@ -121,8 +121,8 @@ def topics_show(
     """Print a topic file."""
 
     def action() -> str:
+        from pensieve.project.workspace import read_file_nofollow
         from pensieve.topics.library import existing_topic_path
-        from pensieve.workspace import read_file_nofollow
 
         path = existing_topic_path(workspace_of(workspace), slug)
         return read_file_nofollow(path).decode("utf-8", errors="replace")

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pensieve.clock import fetched_at_stamp
 from pensieve.front_matter import render_front_matter, split_front_matter
 from pensieve.hashing import sha256_of_bytes
-from pensieve.workspace import atomic_write_bytes, atomic_write_text
+from pensieve.project.workspace import atomic_write_bytes, atomic_write_text
 
 SOURCES_DIR = "sources"
 RAW_DIR = "raw"

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from pensieve.cli_support import WorkspaceOpt, err, fail, guarded, out, workspace_of
+from pensieve.cli.support import WorkspaceOpt, err, fail, guarded, out, workspace_of
 from pensieve.errors import UsageError
 
 

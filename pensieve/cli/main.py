@@ -17,12 +17,12 @@ from rich.table import Table
 from rich.text import Text
 
 from pensieve import __version__
-from pensieve.cli_batch import register as register_batch
-from pensieve.cli_evidence import evidence as evidence_command
-from pensieve.cli_evidence import print_check_evidence, share_problem
-from pensieve.cli_export import register as register_export
-from pensieve.cli_studio import studio
-from pensieve.cli_support import (
+from pensieve.cli.batch import register as register_batch
+from pensieve.cli.evidence import evidence as evidence_command
+from pensieve.cli.evidence import print_check_evidence, share_problem
+from pensieve.cli.export import register as register_export
+from pensieve.cli.studio import studio
+from pensieve.cli.support import (
     JsonOpt,
     WorkspaceOpt,
     check_text,
@@ -33,19 +33,19 @@ from pensieve.cli_support import (
     storage_error,
     workspace_of,
 )
-from pensieve.cli_tools import tools_command
-from pensieve.cli_topics import topics_app
+from pensieve.cli.tools import tools_command
+from pensieve.cli.topics import topics_app
 from pensieve.errors import PensieveError, UsageError
 from pensieve.json_text import print_json
 
 if TYPE_CHECKING:  # the real imports sit inside the commands: `list` and `--help` load no pipeline
     from pensieve.citations.check import CheckReport
     from pensieve.config import Settings
-    from pensieve.preflight import RunOptions
-    from pensieve.project_list import ProjectRow
-    from pensieve.source_archive import ArchivedSource
-    from pensieve.status import Status
-    from pensieve.workspace import Project
+    from pensieve.project.listing import ProjectRow
+    from pensieve.project.source_archive import ArchivedSource
+    from pensieve.project.status import Status
+    from pensieve.project.workspace import Project
+    from pensieve.run.preflight import RunOptions
 
 app = typer.Typer(
     name="pensieve",
@@ -101,7 +101,7 @@ def new(
 
     def action() -> str:
         from pensieve.config import load_settings
-        from pensieve.project_list import new_project
+        from pensieve.project.listing import new_project
 
         load_settings()  # a broken config is reported now, before anything is created
         text = _read_brief(check_text(brief, "the brief"), file)
@@ -130,7 +130,7 @@ def run(
 
     def prepare() -> tuple[Project, Settings, RunOptions]:
         from pensieve.config import load_settings
-        from pensieve.preflight import RunOptions
+        from pensieve.run.preflight import RunOptions
         from pensieve.stages import STAGE_NAMES, get_stage
 
         for name in (stage, until, from_stage):
@@ -151,11 +151,11 @@ def run(
     _hear_stop_requests()
     try:
         project, settings, options = guarded(prepare)
-        from pensieve.llm import start_import
+        from pensieve.model.llm import start_import
 
         start_import()  # litellm loads while the pipeline's modules, preflight and the lock do
-        from pensieve.pipeline import preflight_warnings, run_project
-        from pensieve.progress import make_reporter
+        from pensieve.cli.progress import make_reporter
+        from pensieve.run.pipeline import preflight_warnings, run_project
 
         for warning in preflight_warnings(settings, options):
             err.print(warning, markup=False)
@@ -209,7 +209,7 @@ def list_(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -> None
     """Show every project of the workspace and where it stands."""
 
     def action() -> list[ProjectRow]:
-        from pensieve.project_list import summarize_projects
+        from pensieve.project.listing import summarize_projects
 
         # workspace_of checks the configuration (cheap once validated, see config_files).
         return summarize_projects(workspace_of(workspace))
@@ -253,8 +253,8 @@ def status(
     """Per stage: status, times, duration, model calls, tokens, cost and errors."""
 
     def action() -> tuple[Project, Status, dict[str, str]]:
-        from pensieve.staleness import demote_missing
-        from pensieve.status import load_status
+        from pensieve.project.staleness import demote_missing
+        from pensieve.project.status import load_status
 
         project = workspace_of(workspace).existing_project(project_id)
         doc = load_status(project.status_path)
@@ -268,11 +268,11 @@ def status(
             markup=False,
         )
     if as_json:
-        from pensieve.status import status_json
+        from pensieve.project.status import status_json
 
         print_json(status_json(project, doc))
         return
-    from pensieve.project_list import effective_status
+    from pensieve.project.listing import effective_status
     from pensieve.stages import Artifact
 
     table = Table(box=None, pad_edge=False)
@@ -325,7 +325,7 @@ def status(
 
 
 def _print_stale(project: Project, doc: Status) -> None:
-    from pensieve.staleness import stale_stages
+    from pensieve.project.staleness import stale_stages
 
     for name, changed in stale_stages(project, doc).items():
         err.print(
@@ -376,7 +376,7 @@ def sources(
     """
 
     def action() -> tuple[Project, list[ArchivedSource]]:
-        from pensieve.source_archive import list_sources
+        from pensieve.project.source_archive import list_sources
 
         project = workspace_of(workspace).existing_project(project_id)
         return project, list_sources(project.dir)
@@ -407,7 +407,7 @@ def repair(
     """Rebuild an unreadable status.json from the artifacts on disk (the old file is kept)."""
 
     def action() -> str:
-        from pensieve.status import rebuild_status
+        from pensieve.project.status import rebuild_status
 
         ws = workspace_of(workspace)
         project = ws.project(project_id)
@@ -433,7 +433,7 @@ def check(
 
     def action() -> tuple[CheckReport, dict[str, Any] | None, float, str | None]:
         from pensieve.citations.hooks import check_project
-        from pensieve.cli_evidence import evidence_for_check
+        from pensieve.cli.evidence import evidence_for_check
         from pensieve.config import load_settings
 
         project = workspace_of(workspace).existing_project(project_id)
@@ -486,7 +486,7 @@ def check(
 
 # Commands that live in their own modules, listed after the core ones in --help.
 register_export(app)
-register_batch(app)  # batch, worker, queue (pensieve/cli_batch.py)
+register_batch(app)  # batch, worker, queue (pensieve/cli/batch.py)
 app.command("tools")(tools_command)
 app.command("evidence")(evidence_command)
 app.command()(studio)

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pensieve import llm
 from pensieve.config import Settings
 from pensieve.errors import StageFailed
-from pensieve.events import EventKind, EventSink
+from pensieve.model import llm
+from pensieve.project.events import EventKind, EventSink
 
 
 class ModelClient(Protocol):

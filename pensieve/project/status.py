@@ -18,9 +18,9 @@ from pensieve.citations.summary import CheckSummary
 from pensieve.clock import backup_stamp, now_iso, parse_iso
 from pensieve.errors import CorruptState, format_validation_error
 from pensieve.hashing import sha256_of
+from pensieve.project.status_view import SCHEMA_VERSION, ProjectState, StageState
+from pensieve.project.workspace import MAX_STATUS_BYTES, Project, atomic_copy, atomic_write_text, read_file_nofollow
 from pensieve.stages import STAGE_NAMES
-from pensieve.status_view import SCHEMA_VERSION, ProjectState, StageState
-from pensieve.workspace import MAX_STATUS_BYTES, Project, atomic_copy, atomic_write_text, read_file_nofollow
 
 
 class Usage(BaseModel):

@@ -1,6 +1,6 @@
 """`pensieve batch`, `pensieve worker` and `pensieve queue`: many articles on a durable queue.
 
-The queue itself (DBOS workflows, workers, recovery) is pensieve.batch_queue, imported
+The queue itself (DBOS workflows, workers, recovery) is pensieve.batch.queue, imported
 inside the commands only: `list`, `status` and `--help` never load DBOS.
 """
 
@@ -19,14 +19,14 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, fail, guarded, out, storage_error, workspace_of
+from pensieve.cli.support import JsonOpt, WorkspaceOpt, err, fail, guarded, out, storage_error, workspace_of
 from pensieve.errors import PensieveError, UsageError
 from pensieve.json_text import print_json
 
 if TYPE_CHECKING:
-    from pensieve.batch_queue import Planned, Worker
+    from pensieve.batch.queue import Planned, Worker
     from pensieve.config import Settings
-    from pensieve.workspace import Workspace
+    from pensieve.project.workspace import Workspace
 
 # DBOS keeps the limit per queue, not per process (batch_queue.Worker.concurrency_problem).
 SAME_N = "Every process working one queue uses the same N: another N is refused while they run."
@@ -57,7 +57,7 @@ def _exit_now(code: int) -> NoReturn:
 
 
 def _check_models(settings: Settings, model: str | None, item_models: set[str | None]) -> None:
-    from pensieve.preflight import check_models
+    from pensieve.run.preflight import check_models
     from pensieve.stages import STAGE_NAMES
 
     models = {m or model or settings.model_for(name) for m in item_models for name in STAGE_NAMES}
@@ -98,8 +98,8 @@ def batch(
     """
 
     def prepare() -> tuple[Workspace, Settings, str, list[Any]]:
-        from pensieve.batch_items import check_existing, read_items
-        from pensieve.batch_queue import queue_url
+        from pensieve.batch.items import check_existing, read_items
+        from pensieve.batch.queue import queue_url
         from pensieve.config import load_settings
         from pensieve.stages import get_stage
 
@@ -124,8 +124,8 @@ def batch(
         return ws, settings, queue_url(settings, ws), items
 
     ws, settings, url, items = guarded(prepare)
-    from pensieve.batch_items import create_projects
-    from pensieve.batch_queue import Worker
+    from pensieve.batch.items import create_projects
+    from pensieve.batch.queue import Worker
 
     stop = _stop_on_signals()
     spent = sum(_status_of(ws, item.project_id)[1] or 0.0 for item in items)
@@ -156,7 +156,7 @@ def batch(
 
 def _status_of(ws: Workspace, project: str) -> tuple[str | None, float | None, str | None]:
     """current stage, project cost, error from status.json (None where unreadable)."""
-    from pensieve.status import load_status
+    from pensieve.project.status import load_status
 
     try:
         doc = load_status(ws.project(project).status_path, keep_copy=False)
@@ -171,7 +171,7 @@ def _watch(worker: Worker, planned: list[Planned], stop: threading.Event) -> dic
     from dbos import DBOS
     from rich.live import Live
 
-    from pensieve.batch_queue import state_of
+    from pensieve.batch.queue import state_of
 
     states = {p.project: (p.state, p.error) for p in planned}
     ids = {p.workflow_id: p.project for p in planned if p.workflow_id}
@@ -271,7 +271,7 @@ def worker(workspace: WorkspaceOpt = "default", concurrency: ConcurrencyOpt = 4)
     """
 
     def prepare() -> Worker:
-        from pensieve.batch_queue import Worker, queue_url
+        from pensieve.batch.queue import Worker, queue_url
         from pensieve.config import load_settings
 
         settings = load_settings()
@@ -281,7 +281,7 @@ def worker(workspace: WorkspaceOpt = "default", concurrency: ConcurrencyOpt = 4)
     stop = _stop_on_signals()
     me = guarded(prepare)
     guarded(me.start)
-    from pensieve.batch_queue import shown_url
+    from pensieve.batch.queue import shown_url
 
     _log(f"worker {me.executor_id} on queue {me.queue} at {shown_url(me.url)}, {concurrency} at once; Ctrl-C stops")
     stop.wait()
@@ -299,7 +299,7 @@ def queue(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -> None
     """Show the workspace's queue: queued, running (and which worker), complete, failed."""
 
     def action() -> tuple[list[Any], list[Any]]:
-        from pensieve.batch_queue import queue_url, read_queue
+        from pensieve.batch.queue import queue_url, read_queue
         from pensieve.config import load_settings
 
         settings = load_settings()
@@ -307,7 +307,7 @@ def queue(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -> None
         return read_queue(ws, queue_url(settings, ws))
 
     entries, workers = guarded(action)
-    from pensieve.batch_queue import group_entries, queue_json
+    from pensieve.batch.queue import group_entries, queue_json
 
     if as_json:
         print_json(queue_json(entries, workers))

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pensieve.hashing import sha256_of
+from pensieve.project.status import Status
+from pensieve.project.workspace import Project
 from pensieve.stages import STAGES, Stage
-from pensieve.status import Status
-from pensieve.workspace import Project
 
 
 def input_hashes(project: Project, stage: Stage) -> dict[str, str]:

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from pensieve.clock import history_stamp, now_iso
 from pensieve.hashing import sha256_of
+from pensieve.project.status import StageStatus
+from pensieve.project.workspace import Project, atomic_copy, atomic_move, atomic_write_text, remove_tree
 from pensieve.stages import Stage
-from pensieve.status import StageStatus
-from pensieve.workspace import Project, atomic_copy, atomic_move, atomic_write_text, remove_tree
 
 COMMIT_MARKER = "COMMIT.json"
 

@@ -71,7 +71,7 @@ class ToolBox:
         self.repeats: Counter[str] = Counter()
 
     def forget(self, name: str, raw_arguments: str) -> None:
-        """The result of this call was elided from the context (pensieve.context): the model no
+        """The result of this call was elided from the context (pensieve.run.context): the model no
         longer has it, so making the call again is a re-read, not a repeat."""
         key = _raw_repeat_key(name, raw_arguments)
         if self.repeats[key] > 0:

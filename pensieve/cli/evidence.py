@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.text import Text
 
-from pensieve.cli_support import JsonOpt, WorkspaceOpt, err, guarded, out, workspace_of
+from pensieve.cli.support import JsonOpt, WorkspaceOpt, err, guarded, out, workspace_of
 from pensieve.errors import UsageError
 from pensieve.json_text import print_json
 
 if TYPE_CHECKING:
     from pensieve.citations.summary import Problem
     from pensieve.config import Settings
-    from pensieve.workspace import Project
+    from pensieve.project.workspace import Project
 
 _MARK = {"supported": "ok", "weak": "weak", "unsupported": "UNSUPPORTED"}
 

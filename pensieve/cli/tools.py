@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from pensieve.cli_support import JsonOpt, guarded, out
+from pensieve.cli.support import JsonOpt, guarded, out
 from pensieve.json_text import print_json
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def _rows(settings: Settings, stage_names: list[str], environ: dict[str, str]) -
     """{"stages": [{"stage", "tools": [{canonical, name, origin, cap, available, why}]}], "servers": {...}}"""
     import asyncio
 
-    from pensieve.agent import tool_cap
+    from pensieve.run.agent import tool_cap
     from pensieve.stages import BY_NAME
     from pensieve.tool_matrix import resolve_column
     from pensieve.tools import catalog

@@ -25,7 +25,7 @@ import re
 from collections.abc import Collection
 from typing import Any
 
-from pensieve.llm import ToolCall
+from pensieve.model.llm import ToolCall
 
 # Lenient: raw newlines and tabs inside strings are accepted (small models write them).
 _DECODER = json.JSONDecoder(strict=False)
