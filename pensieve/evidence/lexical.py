@@ -244,6 +244,7 @@ _STOP = frozenset(
         "appendix",
     ]
 )
+STOP = _STOP  # words that say nothing of a claim
 NEGATION = re.compile(
     r"\b(?:not|no|never|none|neither|nor|cannot|without|nothing|nobody|fails?\s+to|failed\s+to|"
     r"lacks?|lacked|unable|absent)\b|n['\u2019]t\b",
@@ -262,7 +263,7 @@ _DOWN = re.compile(
 # A claim stated more strongly than its source: absolutes in the sentence...
 _STRONG = (
     ("always", re.compile(r"\b(?:always|invariably|in every case|without exception)\b", re.I)),
-    ("all", re.compile(r"\b(?:all|every|each)\b", re.I)),
+    ("all", re.compile(r"\b(?:all|every(?!\s+(?:\d+|\w+)\s*-?\s*(?:days?|weeks?|months?|years?)\b)|each)\b", re.I)),
     ("never", re.compile(r"\bnever\b", re.I)),
     ("proves", re.compile(r"\b(?:prov(?:e|es|ed|en|ing)|proof|confirm(?:s|ed)?|establish(?:es|ed)?)\b", re.I)),
     ("guarantees", re.compile(r"\b(?:guarantee\w*|ensur\w*|certain(?:ly)?|definitely|undoubtedly)\b", re.I)),
@@ -319,9 +320,46 @@ def number_keys(text: str) -> set[str]:
         keys.add(f"month:{_MONTHS[match.group(1).lower()]}")
     if _MAY_DATE.search(text):
         keys.add("month:5")
-    for match in re.finditer(r"\b(jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?\s+\d", text, re.I):
+    for match in re.finditer(r"\b(jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?[\s-]+\d", text, re.I):
         keys.add(f"month:{_MONTHS[match.group(1).lower()]}")
+    # Dates as values: 2017-08-02 and 2017/08 hold August 2017, as a reader sees.
+    for match in _ISO_DATE.finditer(text):
+        month = int(match.group(2))
+        if 1 <= month <= 12:
+            keys.add(f"month:{month}")
+            keys.add(f"ym:{match.group(1)}-{month}")
+    for match in _MONTH_YEAR.finditer(text):
+        keys.add(_month_year_key(match))
     return keys
+
+
+# "June 2017", "June 26, 2017", "26 June 2017", "29-Sep-2014": a month of a year, one fact.
+_MONTH_YEAR = re.compile(
+    r"\b(january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?[\s-]+(?:\d{1,2}(?:st|nd|rd|th)?,?[\s-]+)?(1[5-9]\d\d|20\d\d)\b",
+    re.I,
+)
+
+
+def _month_year_key(match: re.Match[str]) -> str:
+    return f"ym:{match.group(2)}-{_MONTHS[match.group(1).lower()]}"
+
+
+_ISO_DATE = re.compile(r"\b(1[5-9]\d\d|20\d\d)[-/](\d{1,2})(?:[-/]\d{1,2})?\b")
+# "3.5 to 3.9", "1.26-1.30", "2015 through 2018": a value in between is what the page says.
+_RANGE = re.compile(
+    r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:to|through|until|-|\u2013|\u2014|\.\.=?)\s*(?:v(?:ersion)?\s*)?(\d+(?:\.\d+)?)(?![\w.]*\d)",
+    re.I,
+)
+
+
+def ranges(text: str) -> list[tuple[float, float]]:
+    found = []
+    for match in _RANGE.finditer(text):
+        low, high = float(match.group(1)), float(match.group(2))
+        if low < high and ("." in match.group(1)) == ("." in match.group(2)):
+            found.append((low, high))
+    return found
 
 
 def word_keys(text: str) -> set[str]:
@@ -352,6 +390,9 @@ def facts(sentence: str) -> list[Fact]:
         add(Fact(match.group(1), "date", frozenset({f"month:{_MONTHS[match.group(1).lower()]}"})))
     if _MAY_DATE.search(sentence):
         add(Fact("May", "date", frozenset({"month:5"})))
+    for match in _MONTH_YEAR.finditer(sentence):
+        if match.group(1).lower() != "may" or _MAY_DATE.match(sentence, match.start()):
+            add(Fact(match.group(0), "date", frozenset({_month_year_key(match)})))
     words = list(_CAPITALISED.finditer(sentence))
     first_word = re.search(r"[A-Za-z]", sentence)
     for position, match in enumerate(words):
@@ -400,6 +441,7 @@ class Haystack:
     words: set[str]
     lower: str
     _acronyms: set[str] | None = None
+    _ranges: list[tuple[float, float]] | None = None
 
     @classmethod
     def of(cls, text: str) -> Haystack:
@@ -410,6 +452,12 @@ class Haystack:
         if self._acronyms is None:
             self._acronyms = acronyms(self.text)
         return self._acronyms
+
+    @property
+    def ranges(self) -> list[tuple[float, float]]:
+        if self._ranges is None:
+            self._ranges = ranges(self.text)
+        return self._ranges
 
     def has(self, fact: Fact) -> bool:
         return present(fact, self)
@@ -424,7 +472,10 @@ def present(fact: Fact, hay: Haystack) -> bool:
         # "14%" where the page writes "14 per cent" in other words, and "10" of "10-60%".
         if any(key.rstrip("%") in numbers or f"{key}%" in numbers for key in fact.keys):
             return True
-        return fact.kind == "number" and any(_close(key, numbers) for key in fact.keys)
+        if fact.kind == "number" and any(_close(key, numbers) for key in fact.keys):
+            return True
+        value = next((v for v in map(_value, fact.keys) if v is not None), None)
+        return value is not None and any(low <= value <= high for low, high in hay.ranges)
     key = next(iter(fact.keys))
     if key in words or (len(key) > 3 and key in text_lower):
         return True
@@ -464,6 +515,59 @@ def negated(text: str) -> bool:
     return len(NEGATION.findall(text)) % 2 == 1
 
 
+# What turns a statement into its opposite: "not", "never", "cannot", "no longer", "n't".
+# "none", "without" and "nothing" mostly describe ("a crate that declares none", "without
+# breaking code") and counted as reversals in 11 of 11 findings on real writing.
+_POLARITY = re.compile(
+    r"\b(?:not|never|cannot|no\s+longer|neither|nor|fails?\s+to|failed\s+to|no)\b|n['\u2019]t\b", re.I
+)
+
+
+def negates(text: str) -> bool:
+    """Whether a text says no ("not", "never", "cannot", "no longer" ...)."""
+    return _POLARITY.search(text) is not None
+
+
+def hedged_clauses(text: str) -> list[tuple[str, str]]:
+    """(hedge, the clause it sits in) for each hedge of a text: a hedge qualifies its clause,
+    not everything the passage says."""
+    found = []
+    for match in HEDGE.finditer(text):
+        start = max((text.rfind(c, 0, match.start()) for c in ".;:!?()"), default=-1) + 1
+        ends = [i for i in (text.find(c, match.end()) for c in ".;:!?()") if i != -1]
+        found.append((match.group(0).lower(), text[start : min(ends) if ends else len(text)]))
+    return found
+
+
+def without_cues(text: str) -> str:
+    """The text without its negation and direction words: what it is about."""
+    return _DOWN.sub(" ", _UP.sub(" ", NEGATION.sub(" ", text)))
+
+
+_QUOTED = re.compile(r"\"([^\"\n]{12,400})\"|\u201c([^\u201c\u201d\n]{12,400})\u201d|'([^'\n]{16,400})'")
+
+
+def quotations(sentence: str) -> list[str]:
+    """Words the sentence quotes (three words or more): they must be in the source as written."""
+    found = []
+    for match in _QUOTED.finditer(sentence):
+        quoted = next(g for g in match.groups() if g)
+        if len(quoted.split()) >= 3:
+            found.append(quoted)
+    return found
+
+
+def flat(text: str) -> str:
+    """Text compared as a reader compares a quotation: case, spacing, typography and markup aside."""
+    text = text.translate(_TYPOGRAPHY).lower()
+    return " ".join(re.sub(r"[*_`]+", "", text).split())
+
+
+_TYPOGRAPHY = str.maketrans(
+    {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-", "\u00a0": " "}
+)
+
+
 def direction(text: str) -> set[str]:
     found = set()
     if _UP.search(text):
@@ -473,9 +577,9 @@ def direction(text: str) -> set[str]:
     return found
 
 
-def stronger_cues(sentence: str, passage: str) -> list[str]:
-    """Absolutes the sentence uses and the passage does not, and hedges the passage uses
-    that the sentence drops."""
+def stronger_cues(sentence: str, passage: str, hedged: str | None = None) -> list[str]:
+    """Absolutes the sentence uses and the passage does not, and hedges the passage (or
+    `hedged`: the one passage it rests on) uses that the sentence drops."""
     # The word as the sentence has it ("first", not its family's name "best"): the stage that
     # fixes the sentence is shown it, and a real model looked for the word in vain.
     cues = [
@@ -483,7 +587,11 @@ def stronger_cues(sentence: str, passage: str) -> list[str]:
         for _name, pattern in _STRONG
         if (match := pattern.search(sentence)) and not pattern.search(passage)
     ]
-    if HEDGE.search(passage) and not HEDGE.search(sentence):
-        hedges = sorted({m.group(0).lower() for m in HEDGE.finditer(passage)})
-        cues.append("drops the source's hedge (" + ", ".join(hedges[:3]) + ")")
+    hedged = passage if hedged is None else hedged
+    if not HEDGE.search(sentence):
+        # Only a hedge on what the sentence says: "may" elsewhere in the passage is no
+        # qualification of this claim (7 of 7 such findings on real writing were wrong).
+        hedges = sorted({h for h, clause in hedged_clauses(hedged) if coverage(sentence, clause) >= 0.4})
+        if hedges:
+            cues.append("drops the source's hedge (" + ", ".join(hedges[:3]) + ")")
     return cues
