@@ -114,6 +114,10 @@ class RealScore:
     per_kind: Counter[str] = field(default_factory=Counter)
     caught_kind: Counter[str] = field(default_factory=Counter)
     misses: list[tuple[dict[str, Any], list[str], str]] = field(default_factory=list)
+    # The judge (evidence.judge) is asked about every flagged pair; a right answer clears a
+    # false alarm unless a number is missing (a "yes" never makes up for that).
+    judge_calls: int = 0
+    judge_leaves: int = 0  # false alarms a right "yes" could not clear
 
     @property
     def false_alarm_rate(self) -> float:
@@ -138,8 +142,16 @@ def score_real(rows: list[dict[str, Any]], corpus: Path, thresholds: Thresholds 
     """Each row's sentence against its whole corpus file, as the pipeline would judge it."""
     texts = {name: (corpus / name).read_text(encoding="utf-8") for name in {r["source"] for r in rows}}
     sources = {name: SourceText(f"S{i + 1}", text, meta=name) for i, (name, text) in enumerate(sorted(texts.items()))}
+    # A sentence citing two sources is one row per source; as in the pipeline, a number or
+    # name the other cited source gives is that source's to support.
+    cited: dict[tuple[str, str], list[str]] = {}
+    for row in rows:
+        cited.setdefault((row.get("article", ""), row["sentence"]), []).append(row["source"])
     verdicts = assess_sources(
-        [(r["sentence"], sources[r["source"]]) for r in rows], get_embedder, thresholds or Thresholds()
+        [(r["sentence"], sources[r["source"]]) for r in rows],
+        get_embedder,
+        thresholds or Thresholds(),
+        others=[[sources[o] for o in cited[(r.get("article", ""), r["sentence"])] if o != r["source"]] for r in rows],
     )
     result = RealScore()
     for row, citation in zip(rows, verdicts, strict=True):
@@ -149,11 +161,13 @@ def score_real(rows: list[dict[str, Any]], corpus: Path, thresholds: Thresholds 
         result.fp += flagged and not positive
         result.fn += positive and not flagged
         kind = row.get("kind", "genuine")
+        result.judge_calls += flagged
         if kind == "genuine" and positive:
             continue  # a genuine sentence its source does not support: counted in F1 only
         if kind == "genuine":
             result.genuine += 1
             result.false_alarms += flagged
+            result.judge_leaves += flagged and any(any(c.isdigit() for c in m) for m in citation.missing)
             result.supported += citation.verdict == "supported"
         else:
             result.planted += 1

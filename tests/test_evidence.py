@@ -203,7 +203,7 @@ def test_alignment_writes_evidence_json_and_reuses_cached_vectors(tmp_path: Path
                 passage = citation["passage"]
                 assert source_file[passage["start"] : passage["end"]] == passage["text"]
     invented = sentences[1]
-    assert "14 is not in S1" in invented["findings"]
+    assert "14 not found in S1" in invented["findings"]
     assert invented["citations"][0]["missing"] == ["14"]
     assert sentences[3]["citations"][0]["passage"] is None
     assert any("S9 is not in the source archive" in f for f in sentences[3]["findings"])
@@ -249,9 +249,9 @@ def test_the_reviser_receives_the_drafters_invented_number(web_home: Home, site:
     draft = doc["artifacts"]["draft_v1.md"]
     assert draft["summary"]["unsupported"] == 1 and draft["summary"]["supported"] == 2
     task = web_home.model.for_stage("reviser")[0].messages[1]["content"]
-    assert "The evidence check found 1 cited sentence(s) in draft_v1.md" in task
-    assert "exactly 14 layers" in task and "14 is not in S1" in task
-    assert 'closest in S1: "' in task and ARTICLE_FACT in task.split("closest in S1:")[1]
+    assert "could not find support in the cited sources for 1 cited sentence(s) of draft_v1.md" in task
+    assert "exactly 14 layers" in task and "14 not found in S1" in task
+    assert 'closest passage in S1: "' in task and ARTICLE_FACT in task.split("closest passage in S1:")[1]
     # The reviser's clean draft is aligned too; the polisher gets no list.
     assert doc["artifacts"]["draft_v2.md"]["summary"]["unsupported"] == 0
 
@@ -268,12 +268,16 @@ def test_unsupported_final_sends_the_polisher_back_once_then_stays(web_home: Hom
     assert len(polisher) == 4  # sent back once, not in a loop
     retry = polisher[2].messages[1]["content"]
     assert (
-        "The evidence check found 1 cited sentence(s) in final.md" in retry and "Start from scratch/final.md" in retry
+        "could not find support in the cited sources for 1 cited sentence(s) of final.md" in retry
+        and "Start from scratch/final.md" in retry
     )
+    # The second pass knows what the first did, and gets one list: its own final.md's.
+    assert "This is your second pass. In your first pass you wrote final.md" in retry
+    assert retry.count("source=evidence check of") == 1 and "evidence check of draft_v2.md" not in retry
     doc = status_of(web_home, pid)
     assert [p for p in doc["problems"] if "unsupported_citation" in p] == [
         'final.md: unsupported_citation: "HNSW builds its layered proximity graph in exactly 14 layers and searches '
-        'it from the top [1]." (14 is not in S1)'
+        'it from the top [1]." (14 not found in S1)'
     ]
     assert "evidence: 50% supported (1/2 cited sentences, final.md)" in web_home.run("status", pid).stdout
     shown_status = json.loads(web_home.run("status", pid, "--json").stdout)
@@ -306,7 +310,7 @@ def test_unsupported_final_sends_the_polisher_back_once_then_stays(web_home: Hom
     ]
 
     shown = web_home.run("evidence", pid)
-    assert shown.exit_code == 0 and "UNSUPPORTED" in shown.stdout and "finding: 14 is not in S1" in shown.stdout
+    assert shown.exit_code == 0 and "UNSUPPORTED" in shown.stdout and "finding: 14 not found in S1" in shown.stdout
     data = json.loads(web_home.run("evidence", pid, "--json").stdout)
     assert set(data["artifacts"]) == {"draft_v1.md", "draft_v2.md", "final.md"}
     one = json.loads(web_home.run("evidence", pid, "--json", "--file", "draft_v1.md").stdout)
@@ -359,7 +363,7 @@ def test_a_damaged_evidence_file_is_aligned_again_never_a_traceback(web_home: Ho
         # `pensieve evidence` rebuilds it too (what its own error message used to advise).
         path.write_text(text)
         shown = web_home.run("evidence", pid)
-        assert shown.exit_code == 0 and "finding: 14 is not in S1" in shown.stdout, (damage, shown.stderr)
+        assert shown.exit_code == 0 and "finding: 14 not found in S1" in shown.stdout, (damage, shown.stderr)
         assert json.loads(path.read_text())["artifacts"]["draft_v1.md"] == good, damage
         status = web_home.run("status", pid)
         assert "evidence: 67% supported (2/3 cited sentences, draft_v1.md)" in status.stdout, damage
@@ -409,13 +413,13 @@ def _doubtful(*missing: list[str]) -> Alignment:
     for index, numbers in enumerate(missing):
         text = f"Claim {index} with {' and '.join(numbers) or 'no number'} [S1]."
         passage = {"text": f"A passage about claim {index}.", "start": 0, "end": 24}
-        reasons = [f"{n} is not in S1" for n in numbers] or ["the passage is about something else"]
+        reasons = [f"{n} not found in S1" for n in numbers] or ["the passage is about something else"]
         citation = Citation("S1", "unsupported", 0.3, passage, missing=list(numbers), reasons=reasons)
         alignment.sentences.append(
             {"index": index, "text": text, "start": 0, "end": len(text), "verdict": "", "citations": [], "findings": []}
         )
         alignment.citations.append([citation])
-        alignment.missing_everywhere.append([f"{n} is not in S1" for n in numbers])
+        alignment.missing_everywhere.append([f"{n} not found in S1" for n in numbers])
     alignment.refresh()
     return alignment
 
@@ -439,7 +443,7 @@ def test_a_judges_yes_does_not_make_up_for_a_missing_number() -> None:
     assert asyncio.run(judge(alignment, JudgeDouble("yes: close enough"), 5)) == 1
     (sentence,) = alignment.sentences
     assert sentence["verdict"] == "weak" and sentence["citations"][0]["verdict"] == "weak"
-    assert sentence["findings"] == ["14 is not in S1"]
+    assert sentence["findings"] == ["14 not found in S1"]
     assert alignment.entry()["summary"]["supported"] == 0
 
 
@@ -513,4 +517,4 @@ def test_evidence_a_crash_left_missing_is_computed_when_the_run_resumes(web_home
     evidence.unlink()  # as if the process died between the commit and the alignment
     assert web_home.run("run", pid, "--until", "reviser", "--quiet").exit_code == 0
     assert json.loads(evidence.read_text())["artifacts"]["draft_v1.md"]["summary"]["unsupported"] == 1
-    assert "14 is not in S1" in web_home.model.for_stage("reviser")[0].messages[1]["content"]
+    assert "14 not found in S1" in web_home.model.for_stage("reviser")[0].messages[1]["content"]

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from pensieve.config import Settings
+from pensieve.contracts.not_a_document import echo_overlap
 from pensieve.evidence.hooks import confident_sentences, problems_of, repair_instructions
 from pensieve.evidence.store import EVIDENCE_FILE, text_sha256
 from pensieve.project.events import EventLog
@@ -104,25 +105,31 @@ def test_a_revision_that_keeps_the_sentences_its_evidence_list_quoted_is_no_echo
     listed = repair_instructions(entry_for(draft, flagged), "draft_v1.md", 15, own=False)
     assert listed is not None and all(s in listed for s in KEPT)
     task = "Project: vec. Your stage: reviser (Reviser).\nRead: draft_v1.md.\n\n" + listed
-    revised = "# Vector search\n\n## How it works\n\n" + " ".join(s.replace("[S1]", "[S1, p. 2]") for s in KEPT)
-    revised += "\n\n## Revision notes\n\n- Kept the flagged sentences: the source says them.\n"
+    revised = draft + "\n## Revision notes\n\n- Kept the flagged sentences: the source says them.\n"
+    # What made the stage fail: most of the revision's 8-word runs are in the task message.
+    assert echo_overlap(revised, task) > Settings().contracts.echo_max_overlap
     stage = BY_NAME["reviser"]
     ctx = ToolContext(project, stage, Settings(), EventLog(project.events_path), {})
     staged = project.dir / "staged_draft_v2.md"
     atomic_write_text(staged, revised)
     finisher = Finisher.for_stage(ctx, offered_tools(stage.tools, Settings(), {})[0], staged)
-    finisher.prompts = ("You revise drafts.", task)
-    verdict = finisher.check(revised, finisher.prompts, set(stage.reads))
+    verdict = finisher.check(revised, ("You revise drafts.", task), set(stage.reads))
     assert [v.contract for v in verdict if v.contract == "not_echo"] == []
-    # The same text as a model's echo of instructions that quote no project text is refused.
-    instructions = "Instructions you must follow to the letter:\n" + "\n".join(s.replace("[S1]", "") for s in KEPT)
-    echoed = finisher.check(revised, ("You revise drafts.", instructions), set(stage.reads))
+    # Instructions that are not the project's text, handed back, are still an echo.
     atomic_write_text(project.file("draft_v1.md"), "# Vector search\n\nSomething else entirely [S1].\n")
-    echoed = finisher.check(revised, ("You revise drafts.", instructions), set(stage.reads))
+    echoed = finisher.check(revised, ("You revise drafts.", task), set(stage.reads))
     assert [v.contract for v in echoed if v.contract == "not_echo"] == ["not_echo"]
 
 
 # -- the consistency report ------------------------------------------------------------------------
+def complete(project: Project, pid: str, final: str) -> None:
+    done = new_project(project.workspace, f"Background on {pid}", pid)
+    status = load_status(done.status_path)
+    status.status = "complete"
+    atomic_write_text(done.status_path, status.to_json())
+    atomic_write_text(done.file("final.md"), final)
+
+
 async def test_a_report_naming_a_project_completed_mid_stage_is_judged_against_what_list_projects_said(
     project: Project,
 ) -> None:
@@ -130,16 +137,13 @@ async def test_a_report_naming_a_project_completed_mid_stage_is_judged_against_w
     settings = Settings()
     ctx = ToolContext(project, stage, settings, EventLog(project.events_path), {})
     staged = project.dir / "staged_report.md"
-    # When the stage starts, no other project is complete ...
+    # When the stage starts, one other project is complete ...
+    complete(project, "raft", "# Raft, explained\n\nRaft elects a leader.\n")
     finisher = Finisher.for_stage(ctx, offered_tools(stage.tools, settings, {})[0], staged)
-    # ... then a batch neighbour completes, and list_projects (called now) shows it.
-    done = new_project(project.workspace, "Background on B-trees", "btrees")
-    status = load_status(done.status_path)
-    status.status = "complete"
-    atomic_write_text(done.status_path, status.to_json())
-    atomic_write_text(done.file("final.md"), "# B-trees, explained\n\nB-trees keep sorted data balanced.\n")
+    # ... then a batch neighbour completes, and list_projects (called now) shows both.
+    complete(project, "btrees", "# B-trees, explained\n\nB-trees keep sorted data balanced.\n")
     rows = await list_projects.function(ctx)
-    assert {r["id"] for r in rows} >= {"btrees"}
+    assert {r["id"] for r in rows} >= {"raft", "btrees"}
     report = "# Consistency report\n\nCompared with btrees (B-trees, explained): no contradiction found.\n"
     assert [v.contract for v in finisher.check(report, ("s", "t"), set(stage.reads))] == []
     says_none = "# Consistency report\n\nNo earlier articles to compare.\n"
@@ -198,3 +202,29 @@ def test_a_sentence_the_fact_checker_verified_with_a_quote_says_so(project: Proj
         listed
     )
     assert "keep the sentence unless that quote does not say it" in listed
+
+
+def test_a_quote_the_fact_checker_verified_is_evidence_for_the_same_claim(project: Project) -> None:
+    from pensieve.evidence.align import Alignment, Citation
+    from pensieve.evidence.hooks import apply_fact_check, load_source_texts, verified_quotes
+
+    table = (
+        "# Fact check\n\n| # | claim | cited id | verdict | evidence |\n|---|---|---|---|---|\n"
+        '| 1 | Searches start at the top layer | S1 | supported | "Searches start at the top layer and descend '
+        'greedily" [S1] |\n| 2 | Links are capped | S1 | supported | "Links are capped at 64" [S1] |\n'
+    )
+    atomic_write_text(project.file("fact_check.md"), table)
+    quotes = verified_quotes(project.dir, load_source_texts(project.dir)[0])
+    assert [(number, sid) for number, _claim, sid, _quote in quotes] == [("1", "S1")]  # claim 2's is not in S1
+    alignment = Alignment("draft_v2.md", "0" * 64, [], [], [])
+    for text in ("Searches start at the top layer and then descend greedily [S1].", "Links are capped [S1]."):
+        alignment.sentences.append(
+            {"index": 0, "text": text, "start": 0, "end": len(text), "verdict": "", "citations": [], "findings": []}
+        )
+        citation = Citation("S1", "unsupported", 0.3, {"text": "x", "start": 0, "end": 1}, confidence=0.6)
+        alignment.citations.append([citation])
+        alignment.missing_everywhere.append([])
+    alignment.refresh()
+    assert apply_fact_check(alignment, quotes) == 1
+    assert [s["verdict"] for s in alignment.sentences] == ["supported", "unsupported"]
+    assert "fact_check.md claim 1 verified it" in alignment.citations[0][0].reasons[-1]

@@ -35,7 +35,8 @@ _SUPPORT_WINDOWS = 3  # a sentence may rest on this many passages of one source 
 _MIN_COVERAGE = 0.25
 # A passage "says the opposite" only when it is about what the sentence is about: this
 # share of the sentence's words (negation and direction words aside) near it.
-_SAME_SUBJECT = 0.6
+_SAME_SUBJECT = 0.5
+_SAID_IN_WORDS = 0.6  # share of the sentence's words in the passage that makes a close passage say it
 _HEADER_CHARS = 1_500  # a page's header (number, status, dates, version) comes first
 _RANK = {v: i for i, v in enumerate(VERDICTS)}  # supported best
 
@@ -157,12 +158,30 @@ def _quoted_windows(claim: str, view: SourceView) -> list[int]:
 
 
 def _quotes(claim: str, view: SourceView) -> tuple[list[str], list[str]]:
-    """The sentence's quotations found in the source as written (modulo typography), and not."""
+    """The sentence's quotations found in the source as written (modulo typography), and
+    those whose words are nowhere together in it (a quotation with its markup or an elided
+    word differing is still the page's)."""
     found: list[str] = []
     not_found: list[str] = []
     for quote in lexical.quotations(claim):
-        (found if lexical.flat(quote) in view.flat else not_found).append(quote)
+        if lexical.flat(quote) in view.flat:
+            found.append(quote)
+        elif not _words_together(quote, view):
+            not_found.append(quote)
     return found, not_found
+
+
+def _words_together(quote: str, view: SourceView) -> bool:
+    words = {w for w in lexical.word_keys(quote) if len(w) > 2}
+    if not words:
+        return True
+    _numbers, window_words = _window_facts(view.windows)
+    count = len(view.windows)
+    return any(
+        len(words - set().union(*(window_words[j] for j in _around(i, count)))) <= len(words) // 5
+        for i in range(count)
+        if window_words[i] & words
+    )
 
 
 def assess(
@@ -234,6 +253,10 @@ def assess(
     reasons: list[str] = []
     sure: list[float] = []
 
+    if thresholds.weak <= score < thresholds.supported and lexical.coverage(claim, window.text) >= _SAID_IN_WORDS:
+        # MiniLM scores a faithful paraphrase of a technical passage 0.40-0.55; a passage that
+        # uses most of the sentence's own words says it.
+        score = thresholds.supported
     verdict = "supported" if score >= thresholds.supported else "weak" if score >= thresholds.weak else "unsupported"
     if verdict != "supported":
         reasons.append(f"closest passage of {source.id} scores {score:.2f}")
@@ -313,8 +336,8 @@ def _opposite(claim: str, index: int, windows: list[Span], sims: dict[int, float
     """Why the passage says the opposite of the sentence ('' when it does not): the same
     subject, with the polarity (not / no / never) or the direction (rose / fell) reversed.
     A passage nearby, as close, that keeps the sentence's polarity settles it the other way."""
-    if sims[index] < thresholds.weak:
-        return ""
+    if sims[index] < thresholds.supported:
+        return ""  # a passage about something else says nothing against the sentence
     subject = lexical.without_cues(claim)
     # Polarity as a reader sees it: a sentence that says no against a passage that says no
     # nowhere (or the reverse); "not ... without" is no double negative to count.
@@ -324,7 +347,8 @@ def _opposite(claim: str, index: int, windows: list[Span], sims: dict[int, float
     def differs(text: str) -> str:
         if lexical.coverage(subject, text) < _SAME_SUBJECT:
             return ""
-        if lexical.negates(text) != claim_negated:
+        negated = lexical.negates(text)
+        if negated != claim_negated and not (lexical.may_negate(claim) if negated else lexical.may_negate(text)):
             return "the passage says the opposite (negation)"
         way = lexical.direction(text)
         if claim_way and way and claim_way.isdisjoint(way):
@@ -510,11 +534,14 @@ def assess_sources(
     embedder: Callable[[], Embedder],
     thresholds: Thresholds,
     cache: VectorCache | None = None,
+    others: list[list[SourceText]] | None = None,
 ) -> list[Citation]:
     """(sentence, whole source) pairs judged as the pipeline judges them: the labelled sets.
-    Windows a claim could rest on are embedded once per source, sentences in one batch."""
+    Windows a claim could rest on are embedded once per source, sentences in one batch.
+    `others`: per pair, the other sources the same sentence cites."""
     cache = cache or VectorCache(None, embedder)
-    sources = {src.id: src for _, src in pairs}
+    others = others or [[] for _ in pairs]
+    sources = {src.id: src for _, src in pairs} | {src.id: src for group in others for src in group}
     texts = {sid: src.text for sid, src in sources.items()}
     prepared = cache.prepare(texts)
     views = {sid: view_of(sources[sid], *prepared[sid]) for sid in sources}
@@ -526,8 +553,8 @@ def assess_sources(
     cache.fill(needed, texts)
     vectors = embedder().encode(claims)
     return [
-        assess(claim, vector, views[src.id], thresholds, pool=pool)
-        for claim, vector, pool, (_, src) in zip(claims, vectors, pools, pairs, strict=True)
+        assess(claim, vector, views[src.id], thresholds, [views[o.id].whole for o in group], pool)
+        for claim, vector, pool, (_, src), group in zip(claims, vectors, pools, pairs, others, strict=True)
     ]
 
 

@@ -71,8 +71,34 @@ def align_file(
     numbers, labels = reader_keys(project.dir, text, urls) if name == FINAL else (None, None)
     cache = cache or VectorCache(project.dir / VECTORS_DIR, embedder)
     alignment = align_text(name, text, texts, cache, embedder, thresholds(settings), numbers, labels)
+    apply_fact_check(alignment, verified_quotes(project.dir, texts))
     store(project, alignment, settings)
     return alignment
+
+
+def apply_fact_check(alignment: Alignment, quotes: list[tuple[str, str, str, str]]) -> int:
+    """A claim the fact checker verified with a quotation from the same source is supported by
+    that quotation (unless a number of the sentence is found in none of its sources): the
+    quotation is evidence the alignment may not have ranked first. Returns how many pairs."""
+    changed = 0
+    for sentence, citations, missing in zip(
+        alignment.sentences, alignment.citations, alignment.missing_everywhere, strict=True
+    ):
+        if missing or not quotes:
+            continue
+        for citation in citations:
+            if citation.verdict == "supported":
+                continue
+            note = _fact_checked({"text": sentence["text"], "citations": [{"source": citation.source}]}, quotes)
+            if note is None:
+                continue
+            citation.verdict = "supported"
+            citation.confidence = 0.8
+            citation.reasons = [*citation.reasons, note]
+            changed += 1
+    if changed:
+        alignment.refresh()
+    return changed
 
 
 def reader_keys(project_dir: Path, text: str, urls: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -225,7 +251,9 @@ def repair_instructions(
     lines = []
     for sentence in listed:
         text = " ".join(str(sentence["text"]).split())
-        line = f'- "{text}" -- {_what_differs(sentence)}; {_closest(sentence)}'
+        # final.md cites with reader numbers ([1]); the stage fixes scratch/final.md, which cites ids.
+        ids = ", ".join(dict.fromkeys(str(c.get("source")) for c in sentence.get("citations", [])))
+        line = f'- "{text}" (cites {ids}) -- {_what_differs(sentence)}; {_closest(sentence)}'
         checked = _fact_checked(sentence, quotes)
         if checked:
             line += f" (but {checked}: keep the sentence unless that quote does not say it)"

@@ -269,9 +269,23 @@ _STRONG = (
     ("guarantees", re.compile(r"\b(?:guarantee\w*|ensur\w*|certain(?:ly)?|definitely|undoubtedly)\b", re.I)),
     ("eliminates", re.compile(r"\b(?:eliminat\w*|entirely|completely|fully|totally|solves?|solved)\b", re.I)),
     ("only", re.compile(r"\b(?:only|sole(?:ly)?|exclusively)\b", re.I)),
-    ("best", re.compile(r"\b(?:best|most effective|fastest|first|largest|unmatched|unrivall?ed)\b", re.I)),
+    # "first" only as a claim to be first ("the first to", "world's first"), not as an ordinal.
+    (
+        "best",
+        re.compile(
+            r"\b(?:best|most effective|fastest|largest|unmatched|unrivall?ed|first\s+(?:to|ever)|"
+            r"world['\u2019]s first)\b",
+            re.I,
+        ),
+    ),
     ("causes", re.compile(r"\b(?:caus(?:e|es|ed|ing)|leads? to|led to|results? in|responsible for)\b", re.I)),
 )
+# How a page says an absolute in other words: "anything but a function" is "only a function".
+_SAID_OTHERWISE = {
+    "only": re.compile(r"\b(?:anything but|nothing but|nothing other than|except|other than|apart from)\b", re.I),
+    "all": re.compile(r"\b(?:whole|entire|universal(?:ly)?)\b", re.I),
+    "always": re.compile(r"\b(?:any time|at all times|regardless)\b", re.I),
+}
 # ... or a source that hedges where the sentence does not.
 HEDGE = re.compile(
     r"\b(?:may|might|could|possibly|perhaps|likely|unlikely|suggests?|suggested|appears? to|seems? to|"
@@ -427,7 +441,8 @@ def _value(key: str) -> float | None:
 def _close(key: str, numbers: set[str]) -> bool:
     """A large round figure matches a precise one within 1% ('half a million' / 498,000)."""
     wanted = _value(key)
-    if wanted is None or wanted < 1000:
+    # Only a round figure is an approximation: 39871 is not "about" 39817.
+    if wanted is None or wanted < 1000 or len(str(int(wanted)).rstrip("0")) > 2:
         return False
     return any(v is not None and abs(v - wanted) <= 0.01 * wanted for v in map(_value, numbers))
 
@@ -521,11 +536,33 @@ def negated(text: str) -> bool:
 _POLARITY = re.compile(
     r"\b(?:not|never|cannot|no\s+longer|neither|nor|fails?\s+to|failed\s+to|no)\b|n['\u2019]t\b", re.I
 )
+# Saying no in other words: a paraphrase of "there is no way to" writes "cannot", one of
+# "it is impossible to bind anything but" writes "only". A text that says no this way is
+# not the opposite of one that says "not".
+_IMPLICIT = re.compile(
+    r"\b(?:nowhere|nothing|none|without|impossible|unable|prevent(?:s|ed)?|forbid(?:s|den)?|disallow(?:s|ed)?|"
+    r"reject(?:s|ed)?|refuse[sd]?|lacks?|lacked|only|instead|rather than|but)\b",
+    re.I,
+)
 
 
 def negates(text: str) -> bool:
     """Whether a text says no ("not", "never", "cannot", "no longer" ...)."""
     return _POLARITY.search(text) is not None
+
+
+def may_negate(text: str) -> bool:
+    """Whether a text says no, in so many words or in others."""
+    return negates(text) or _IMPLICIT.search(text) is not None
+
+
+# How often is no hedge of how sure ("sometimes a feature needs a new keyword"), and a
+# sentence that says "can" or "may" keeps a source's "may" (permission, in a specification).
+_FREQUENCY = frozenset({"often", "sometimes", "tends to", "tend to"})
+_MODALS = frozenset({"may", "might", "could"})
+_POSSIBILITY = re.compile(
+    r"\b(?:can|could|may|might|allow(?:s|ed)?|permit(?:s|ted)?|able|optional(?:ly)?|possible)\b", re.I
+)
 
 
 def hedged_clauses(text: str) -> list[tuple[str, str]]:
@@ -544,15 +581,17 @@ def without_cues(text: str) -> str:
     return _DOWN.sub(" ", _UP.sub(" ", NEGATION.sub(" ", text)))
 
 
-_QUOTED = re.compile(r"\"([^\"\n]{12,400})\"|\u201c([^\u201c\u201d\n]{12,400})\u201d|'([^'\n]{16,400})'")
+# Quotation marks pair in order ("reservation" ... "activated" is two quotations, not one);
+# single quotes are left alone (Rust lifetimes, possessives).
+_QUOTED = re.compile(r"\"([^\"\n]*)\"|\u201c([^\u201c\u201d\n]*)\u201d")
 
 
 def quotations(sentence: str) -> list[str]:
     """Words the sentence quotes (three words or more): they must be in the source as written."""
     found = []
     for match in _QUOTED.finditer(sentence):
-        quoted = next(g for g in match.groups() if g)
-        if len(quoted.split()) >= 3:
+        quoted = next((g for g in match.groups() if g), "")
+        if len(quoted.split()) >= 3 and len(quoted) <= 400:
             found.append(quoted)
     return found
 
@@ -584,14 +623,23 @@ def stronger_cues(sentence: str, passage: str, hedged: str | None = None) -> lis
     # fixes the sentence is shown it, and a real model looked for the word in vain.
     cues = [
         f'"{match.group(0).lower()}"'
-        for _name, pattern in _STRONG
-        if (match := pattern.search(sentence)) and not pattern.search(passage)
+        for name, pattern in _STRONG
+        if (match := pattern.search(sentence))
+        and not pattern.search(passage)
+        and not (name in _SAID_OTHERWISE and _SAID_OTHERWISE[name].search(passage))
     ]
     hedged = passage if hedged is None else hedged
     if not HEDGE.search(sentence):
         # Only a hedge on what the sentence says: "may" elsewhere in the passage is no
         # qualification of this claim (7 of 7 such findings on real writing were wrong).
-        hedges = sorted({h for h, clause in hedged_clauses(hedged) if coverage(sentence, clause) >= 0.4})
+        possible = _POSSIBILITY.search(sentence) is not None
+        hedges = sorted(
+            {
+                h
+                for h, clause in hedged_clauses(hedged)
+                if h not in _FREQUENCY and not (possible and h in _MODALS) and coverage(sentence, clause) >= 0.5
+            }
+        )
         if hedges:
             cues.append("drops the source's hedge (" + ", ".join(hedges[:3]) + ")")
     return cues

@@ -89,8 +89,9 @@ def export_project(
         raise UsageError("--front-matter applies to --format md only")
     article = load_article(project_dir, name)
     # Readers get the article, not the check's verdicts: a sound article marked in red looks
-    # unreliable. The bundle (made to check the article) and --evidence-marks keep them.
-    shown = article if evidence_marks else without_marks(article)
+    # unreliable. The bundle (made to check the article), JSON (data for a CMS, where each
+    # verdict is a field) and --evidence-marks keep them.
+    shown = article if evidence_marks or chosen == "json" else without_marks(article)
     exported_at = now_iso()
     bundle_warnings: list[str] = []
     try:
