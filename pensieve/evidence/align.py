@@ -286,7 +286,10 @@ def assess(
         verdict = "unsupported"
         reasons.append(opposite)
         sure.append(0.7)
-    stronger = lexical.stronger_cues(claim, context_text, window.text)
+    # An absolute the page states anywhere it says this (any passage as close as a supporting
+    # one) is the page's, not the writer's.
+    close = " ".join(windows[i].text for i in by_sim if sims[i] >= thresholds.supported)
+    stronger = lexical.stronger_cues(claim, context_text + " " + close, window.text)
     if stronger:
         verdict = _worse(verdict, "weak")
         reasons.append("stated more strongly than the passage: " + ", ".join(stronger))
