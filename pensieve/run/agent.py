@@ -21,6 +21,7 @@ from pensieve.model.llm import LLMReply, ToolCall
 from pensieve.model.textcalls import parse_text_tool_calls
 from pensieve.project.events import EventKind
 from pensieve.project.source_archive import SourceArchive
+from pensieve.project.status import ContextStats
 from pensieve.run.context import compact
 from pensieve.run.dispatch import LoopDetected, ToolBox
 from pensieve.run.finishing import Finisher
@@ -57,6 +58,8 @@ class AgentRun:
     # tool calls found in the text of replies.
     tool_calls: Counter[str] = field(default_factory=Counter)
     text_tool_calls: int = 0
+    # What the conversation cost in context (status.json's `context` of the stage).
+    context: ContextStats = field(default_factory=ContextStats)
 
 
 def _filename(arguments: str) -> str:
@@ -218,15 +221,22 @@ async def run_agent(run: AgentRun) -> str:
         reason = str(exc)
     finally:
         run.tool_calls.update(box.calls)
+        run.context.rereads = box.rereads
     run.ctx.events.emit(EventKind.NOTE, stage, message=finisher.accept_staged(reason))
     return ""
 
 
 async def _model_turn(run: AgentRun, box: ToolBox, messages: list[dict[str, Any]]) -> LLMReply:
-    stage = run.ctx.stage.name
-    elided = compact(messages, run.client.context_chars, forget=box.forget)
+    row = run.ctx.stage
+    inputs = {*row.reads, *row.optional_reads, row.writes}
+    elided = compact(messages, run.client.context_chars, forget=box.forget, inputs=inputs)
     if elided:
-        run.ctx.events.emit(EventKind.CONTEXT_COMPACTED, stage, elided_tool_results=elided)
+        run.ctx.events.emit(EventKind.CONTEXT_COMPACTED, row.name, elided_tool_results=elided)
+    run.context.requests += 1
+    run.context.elided += elided
+    run.context.chars_sent += sum(
+        len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in messages
+    )
     return await run.client.complete(messages, tools=box.schemas() or None)
 
 

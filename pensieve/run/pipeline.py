@@ -258,6 +258,7 @@ class Runner:
         finally:
             entry.tool_calls, entry.repairs = dict(run.tool_calls), list(run.finisher.asked)
             entry.text_tool_calls = run.text_tool_calls
+            entry.context = run.context
         entry.violations = []
         self._transform_staged(stage)
         self._finish_commit(stage, mark_committed(self.project, stage))

@@ -175,6 +175,11 @@ class FakeSite:
             return self._huge(h)
         if path == "/missing":
             return self._send(h, 404, "text/html", b"<h1>Not found</h1>")
+        if path.startswith("/long/"):
+            # A long page of its own per number (a source a careful fact checker reads whole).
+            number = path.rsplit("/", 1)[1]
+            page = article_html(f"Long source {number}", f"Distinct fact {number}.\n" + long_body(3_000)).encode()
+            return self._send(h, 200, "text/html; charset=utf-8", page)
         if path == "/big-article":
             page = article_html("A long article", long_body(15_000)).encode()
             return self._send(h, 200, "text/html; charset=utf-8", page)
