@@ -179,8 +179,8 @@ class FakeSite:
             code = 'fn main() {\n    let x = 1;\n    if x &gt; 0 {\n        println!("{}", x);\n    }\n}'
             intro = "An example of a program whose indentation matters to a reader, with enough words to be kept."
             body = f"<p>{intro}</p>\n<pre><code>{code}</code></pre>\n<p>{intro} Again, after the code.</p>"
-            page = article_html("Code page", "").replace("</h1>", "</h1>\n" + body)
-            return self._send(h, 200, "text/html; charset=utf-8", page.encode())
+            html = article_html("Code page", "").replace("</h1>", "</h1>\n" + body)
+            return self._send(h, 200, "text/html; charset=utf-8", html.encode())
         if path.startswith("/long/"):
             # A long page of its own per number (a source a careful fact checker reads whole).
             number = path.rsplit("/", 1)[1]
