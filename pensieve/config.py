@@ -327,6 +327,10 @@ class CheckSettings(_Section):
     # `pensieve check` exits 1 when fewer cited sentences of the article are supported by
     # the passages of their sources (pensieve/evidence/); 0: report the share only.
     min_supported_share: float = Field(default=0.0, ge=0, le=1)
+    # A consistency report whose verdict is "needs attention" sends its findings to the
+    # polisher for one fix turn, then the checker runs again; what it still finds stays on
+    # the project as problems. false: the findings only become problems.
+    fix_findings: bool = True
 
 
 class EvidenceSettings(_Section):

@@ -104,6 +104,12 @@ class Stage:
     # Whether the stage chooses the article's scope: its prompt states the research budget
     # (pages the Researcher can fetch, searches, rounds) so it scopes for what can be read.
     scopes: bool = False
+    # The earlier version of the article this stage rewrites: its sourced sentences that the
+    # new version no longer says are listed as lost facts (pensieve/evidence/lost_facts.py).
+    revises: Artifact | None = None
+    # The stage that owns the artifact this stage checks: a "needs attention" verdict sends
+    # it the findings for one fix turn, then this stage runs again (pensieve/run/findings.py).
+    findings_to: str | None = None
 
 
 _FILES = ("read_project_file", "write_project_file")
@@ -202,6 +208,7 @@ STAGES: tuple[Stage, ...] = (
             Artifact.STYLE_REVIEW,
         ),
         writes=Artifact.DRAFT_V2,
+        revises=Artifact.DRAFT_V1,
         contract=contracts.DRAFT,
         after=("content_reviewer", "fact_checker", "style_reviewer"),
         transform=_with_references,
@@ -217,6 +224,7 @@ STAGES: tuple[Stage, ...] = (
         reads=(Artifact.DRAFT_V2,),
         optional_reads=(Artifact.DRAFT_V1,),
         writes=Artifact.FINAL,
+        revises=Artifact.DRAFT_V2,
         contract=contracts.FINAL,
         after=("reviser",),
         transform=_for_reader,
@@ -232,6 +240,7 @@ STAGES: tuple[Stage, ...] = (
         tools=("list_projects", *_FILES),
         reads=(Artifact.TOPIC_BRIEF, Artifact.FINAL),
         writes=Artifact.CONSISTENCY_REPORT,
+        findings_to="polisher",
         contract=contracts.CONSISTENCY_REPORT,
         after=("polisher",),
         temperature=0.2,

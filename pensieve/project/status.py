@@ -71,6 +71,9 @@ class StageStatus(BaseModel):
     repairs: list[str] = Field(default_factory=list)
     text_tool_calls: int = 0
     context: ContextStats = Field(default_factory=ContextStats)
+    # Sourced sentences of the version this stage rewrote that its artifact no longer says
+    # (pensieve/evidence/lost_facts.py): warnings for the writer, not failures.
+    lost_facts: list[str] = Field(default_factory=list)
     violations: list[str] = Field(default_factory=list)
     artifact: str | None = None
     artifact_sha256: str | None = None
