@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pensieve.run.context import compact
+from pensieve.run.context import compact, conversation_chars
 from tests.conftest import Home
 from tests.fakes.model_server import call, text
 from tests.fakes.web_site import FakeSite
@@ -75,7 +75,7 @@ def test_pages_go_first_then_other_results_and_the_stage_inputs_never() -> None:
     tool_turn(messages, "f", "write_project_file", '{"filename": "scratch/m.md"}', "Wrote scratch/m.md")
     forgotten: list[str] = []
     # Room for the draft and the search results, not for the pages.
-    elided = compact(messages, 16_000, forget=lambda name, args: forgotten.append(name), inputs={"draft_v1.md"})
+    elided = compact(messages, 20_000, forget=lambda name, args: forgotten.append(name), inputs={"draft_v1.md"})
     tools = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
     assert elided == 2 and forgotten == ["fetch_url", "read_project_file"]
     assert tools["c"].startswith("[elided") and "fetch_url(url='https://a.example/x') returns it again" in tools["c"]
@@ -132,3 +132,13 @@ def test_a_fact_checker_that_reads_twelve_long_pages_still_sees_its_draft(web_ho
     assert any(r.startswith("[elided") and "/long/0" in r for r in results[2:])
     context = json.loads((web_home.project_dir(pid) / "status.json").read_text())["stages"]["fact_checker"]["context"]
     assert context["elided"] >= 1 and context["rereads"] == 0
+
+
+def test_compaction_leaves_room_so_the_history_is_not_rewritten_every_turn() -> None:
+    messages = conversation(8, 5_000)
+    assert compact(messages, 30_000) == 4  # down to 80% of the budget, not just under it
+    assert conversation_chars(messages) <= 24_000
+    messages.append({"role": "assistant", "content": None, "tool_calls": [{"id": "n"}]})
+    messages.append({"role": "tool", "tool_call_id": "n", "content": "x" * 4_000})
+    before = [dict(m) for m in messages]
+    assert compact(messages, 30_000) == 0 and messages == before  # the next turn fits as it is

@@ -27,6 +27,10 @@ from typing import Any
 
 STUB_PREVIEW = 200
 KEEP_LATEST = 2  # the most recent tool results are what the model is working on
+# Once over budget, elide down to this share of it: the next turns then fit as they are, and
+# the conversation's prefix stays the same for a while (a provider's prompt cache keeps
+# working; eliding just enough rewrote the history on every turn, as seen by hand).
+LOW_WATER = 0.8
 LARGE = 2_000  # a result this long is elided before shorter ones of the same rank
 
 # Ranks: lower goes first.
@@ -112,7 +116,8 @@ def compact(
     forget: Callable[[str, str], None] | None = None,
     inputs: Collection[str] = (),
 ) -> int:
-    """Elide tool results in place, by priority, until the conversation fits; returns how many.
+    """Elide tool results in place, by priority, until the conversation fits with room to
+    spare (LOW_WATER); returns how many.
 
     `inputs` are the project files the stage must keep (its reads and its own artifact).
     `forget(name, arguments)` is told of each call whose result was elided."""
@@ -136,6 +141,7 @@ def compact(
         small = int(len(str(messages[index].get("content") or "")) < LARGE)
         return (rank, small, index)
 
+    target = int(max_chars * LOW_WATER)
     elided = 0
     for index in sorted(candidates, key=order):
         call = call_at[index]
@@ -151,6 +157,6 @@ def compact(
         elided += 1
         if forget is not None and call is not None:
             forget(call.name, call.arguments)
-        if conversation_chars(messages) <= max_chars:
+        if conversation_chars(messages) <= target:
             break
     return elided
