@@ -27,11 +27,11 @@ from pensieve.project.source_archive import SourceArchive
 from pensieve.project.workspace import Project, open_workspace
 from pensieve.topics.embedder import MODEL_PACKAGE, Embedder, get_embedder
 from tests.conftest import Home
-from tests.evidence_scoring import load_labels, score
+from tests.evidence_scoring import corpus_dir, load_labels, load_real, score, score_real
 from tests.fakes.cli_process import child_env
 from tests.fakes.web_site import ARTICLE_FACT, FakeSite
 from tests.publish_fixtures import damaged_evidence
-from tests.test_citations import P1, P2, TYPED_REFS, article, script_clean_run, status_of, write
+from tests.test_citations import P1, P2, P3, TYPED_REFS, article, script_clean_run, status_of, write
 
 CATEGORIES = {
     "paraphrase",
@@ -47,6 +47,9 @@ CATEGORIES = {
 # Measured: precision 1.000, recall 0.964, F1 0.982 (README, Benchmarks); the issue's target is F1 0.85.
 F1_FLOOR = 0.90
 RECALL_FLOOR = 0.90
+# On the real set (README, Benchmarks): measured FA_MEASURED false alarms, planted recall RECALL_MEASURED.
+REAL_FALSE_ALARMS_CEILING = 0.20
+REAL_RECALL_FLOOR = 0.50
 INVENTED = "HNSW builds its layered proximity graph in exactly 14 layers and searches it from the top [S1]."
 
 
@@ -198,7 +201,10 @@ def test_alignment_writes_evidence_json_and_reuses_cached_vectors(tmp_path: Path
     for sentence in sentences:
         assert draft[sentence["start"] : sentence["end"]] == sentence["text"]
         for citation in sentence["citations"]:
-            assert set(citation) == {"source", "verdict", "score", "passage", "missing", "judge"}
+            assert set(citation) == {
+                *("source", "verdict", "score", "confidence", "passage", "passages", "missing", "reasons"),
+                "judge",
+            }
             if citation["passage"]:
                 passage = citation["passage"]
                 assert source_file[passage["start"] : passage["end"]] == passage["text"]
@@ -239,6 +245,27 @@ def test_detector_stays_above_its_floor_on_the_labelled_set() -> None:
     assert recall >= RECALL_FLOOR, f"recall {recall:.3f} (precision {precision:.3f}, F1 {f1:.3f})"
 
 
+@pytest.mark.slow
+def test_detector_stays_above_its_floor_on_real_writing() -> None:
+    """Three articles written end to end over the Rust RFC corpus by a careful writer, every
+    cited sentence labelled against its source, plus planted errors (bench/bench_evidence.py
+    prints the figures; the floors sit a little under them)."""
+    corpus, why = corpus_dir()
+    if corpus is None:
+        pytest.skip(why)
+    rows = load_real()
+    genuine = [r for r in rows if r["kind"] == "genuine" and r["label"] == "supported"]
+    assert len(genuine) >= 150 and len({r["article"] for r in rows}) >= 3
+    assert len([r for r in rows if r["kind"] != "genuine"]) >= 60
+    result = score_real(rows, corpus)
+    figures = (
+        f"false alarms {result.false_alarm_rate:.1%}, planted recall {result.planted_recall:.3f}, "
+        f"F1 {result.f1:.3f}, supported share {result.supported_share:.1%}"
+    )
+    assert result.false_alarm_rate <= REAL_FALSE_ALARMS_CEILING, figures
+    assert result.planted_recall >= REAL_RECALL_FLOOR, figures
+
+
 # -- in the pipeline ----------------------------------------------------------------------------
 @pytest.mark.slow
 def test_the_reviser_receives_the_drafters_invented_number(web_home: Home, site: FakeSite) -> None:
@@ -252,8 +279,18 @@ def test_the_reviser_receives_the_drafters_invented_number(web_home: Home, site:
     assert "could not find support in the cited sources for 1 cited sentence(s) of draft_v1.md" in task
     assert "exactly 14 layers" in task and "14 not found in S1" in task
     assert 'closest passage in S1: "' in task and ARTICLE_FACT in task.split("closest passage in S1:")[1]
-    # The reviser's clean draft is aligned too; the polisher gets no list.
-    assert doc["artifacts"]["draft_v2.md"]["summary"]["unsupported"] == 0
+    # The reviser's clean draft is aligned too. Its synthesis sentence cites S1 and S2 for a
+    # claim neither page makes: each citation is judged on its own, so it is no longer cleared
+    # by the better of the two.
+    revised = doc["artifacts"]["draft_v2.md"]["sentences"]
+    assert [(s["text"], s["findings"]) for s in revised if s["verdict"] != "supported"] == [
+        (
+            P3,
+            [
+                "S1 was not found to support it: closest passage of S1 scores 0.31; most of its words are not in the passage"
+            ],
+        )
+    ]
 
 
 @pytest.mark.slow
@@ -485,16 +522,22 @@ def test_the_judge_is_asked_about_doubtful_pairs_and_counted_in_the_stage(web_ho
             "source": "S1",
             "verdict": "unsupported",
             "score": judged[0]["score"],
+            "confidence": 0.9,
             "passage": judged[0]["passage"],
+            "passages": judged[0]["passages"],
             "missing": ["14"],
+            "reasons": ["14 not found in S1"],
             "judge": {"answer": "no", "reason": "S1 gives no number of layers"},
         },
         {
             "source": "S2",
             "verdict": "weak",
             "score": judged[1]["score"],
+            "confidence": judged[1]["confidence"],
             "passage": judged[1]["passage"],
+            "passages": judged[1]["passages"],
             "missing": judged[1]["missing"],
+            "reasons": judged[1]["reasons"],
             "judge": {"answer": "partly", "reason": "the year is not there"},
         },
     ]
