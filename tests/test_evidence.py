@@ -287,7 +287,8 @@ def test_the_reviser_receives_the_drafters_invented_number(web_home: Home, site:
         (
             P3,
             [
-                "S1 was not found to support it: closest passage of S1 scores 0.31; most of its words are not in the passage"
+                "S1 was not found to support it: closest passage of S1 scores 0.31; "
+                "most of its words are not in the passage"
             ],
         )
     ]
