@@ -38,7 +38,7 @@ from pensieve.evidence.segment import cited_sentences
 from pensieve.project.source_archive import SourceArchive
 from pensieve.project.workspace import Project, open_workspace
 from pensieve.topics.embedder import get_embedder
-from tests.evidence_scoring import corpus_dir, load_labels, load_real, score, score_real
+from tests.evidence_scoring import RealScore, corpus_dir, load_labels, load_real, score, score_real
 
 NOUNS = [
     "index",
@@ -233,30 +233,35 @@ def real_detection() -> None:
     if corpus is None:
         print(f"real set: skipped ({why})")
         return
-    for part in ("dev", "held_out", "all"):
+    results = {}
+    for part in ("dev", "held_out"):
         rows = load_real(part)
         if not rows:
             print(f"real set ({part}): no labels in tests/data")
             continue
         started = time.perf_counter()
-        result = score_real(rows, corpus)
-        elapsed = time.perf_counter() - started
-        kinds = ", ".join(f"{k} {result.caught_kind[k]}/{result.per_kind[k]}" for k in sorted(result.per_kind))
-        print(
-            f"real set ({part}): {len(rows)} pairs, {result.genuine} genuine supported, {result.planted} planted "
-            f"({elapsed:.1f}s)"
-        )
-        print(
-            f"  false alarms on genuine: {result.false_alarm_rate:.1%} ({result.false_alarms}/{result.genuine}, "
-            f"target <= 10%)  planted recall: {result.planted_recall:.3f} ({result.caught}/{result.planted}, "
-            f"target >= 0.80)  F1: {result.f1:.3f}  supported share of genuine: {result.supported_share:.1%}"
-        )
-        print(f"  planted caught per kind: {kinds}")
-        best = result.judge_leaves / result.genuine if result.genuine else 0.0
-        print(
-            f"  with evidence.judge: {result.judge_calls} calls for these {len(rows)} pairs; a judge right every time "
-            f"would leave {best:.1%} false alarms and the same recall (it is asked only about flagged pairs)"
-        )
+        results[part] = score_real(rows, corpus)
+        print_real(part, results[part], len(rows), time.perf_counter() - started)
+    if len(results) == 2:
+        total = results["dev"] + results["held_out"]
+        print_real("all", total, len(load_real()), None)
+
+
+def print_real(part: str, result: RealScore, pairs: int, elapsed: float | None) -> None:
+    kinds = ", ".join(f"{k} {result.caught_kind[k]}/{result.per_kind[k]}" for k in sorted(result.per_kind))
+    took = f" ({elapsed:.1f}s)" if elapsed is not None else ""
+    print(f"real set ({part}): {pairs} pairs, {result.genuine} genuine supported, {result.planted} planted{took}")
+    print(
+        f"  false alarms on genuine: {result.false_alarm_rate:.1%} ({result.false_alarms}/{result.genuine}, "
+        f"target <= 10%)  planted recall: {result.planted_recall:.3f} ({result.caught}/{result.planted}, "
+        f"target >= 0.80)  F1: {result.f1:.3f}  supported share of genuine: {result.supported_share:.1%}"
+    )
+    print(f"  planted caught per kind: {kinds}")
+    best = result.judge_leaves / result.genuine if result.genuine else 0.0
+    print(
+        f"  with evidence.judge: {result.judge_calls} calls for these {pairs} pairs; a judge right every time "
+        f"would leave {best:.1%} false alarms and the same recall (it is asked only about flagged pairs)"
+    )
 
 
 def long_pages(count: int = 14, limit: int = 90_000) -> list[tuple[str, str]]:

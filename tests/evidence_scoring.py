@@ -119,6 +119,15 @@ class RealScore:
     judge_calls: int = 0
     judge_leaves: int = 0  # false alarms a right "yes" could not clear
 
+    def __add__(self, other: RealScore) -> RealScore:
+        counts = ("genuine", "false_alarms", "supported", "planted", "caught", "tp", "fp", "fn")
+        total = RealScore(**{name: getattr(self, name) + getattr(other, name) for name in counts})
+        total.per_kind, total.caught_kind = self.per_kind + other.per_kind, self.caught_kind + other.caught_kind
+        total.misses = self.misses + other.misses
+        total.judge_calls = self.judge_calls + other.judge_calls
+        total.judge_leaves = self.judge_leaves + other.judge_leaves
+        return total
+
     @property
     def false_alarm_rate(self) -> float:
         return self.false_alarms / self.genuine if self.genuine else 0.0
