@@ -323,28 +323,44 @@ def _is_year(match: re.Match[str]) -> bool:
 def number_keys(text: str) -> set[str]:
     """Every number in a text, as comparable keys (1,200 / 1200 / 1.2 thousand -> '1200')."""
     keys: set[str] = set()
-    for match in _NUMBER.finditer(text):
-        keys |= _number_keys(match)[1]
-        # "14%" also counts where the page writes "14 percent" (same key) or "0.14" (rare: skip).
-    for match in _WORD_NUMBER.finditer(text):
-        keys.add(f"{_WORDS[match.group(1).lower()]:.6g}")
-    for match in _HALF_SCALE.finditer(text):
-        keys.add(f"{0.5 * _SCALES[match.group(1).lower()]:.6g}")
-    for match in _MONTH_NAME.finditer(text):
-        keys.add(f"month:{_MONTHS[match.group(1).lower()]}")
-    if _MAY_DATE.search(text):
-        keys.add("month:5")
-    for match in re.finditer(r"\b(jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?[\s-]+\d", text, re.I):
-        keys.add(f"month:{_MONTHS[match.group(1).lower()]}")
-    # Dates as values: 2017-08-02 and 2017/08 hold August 2017, as a reader sees.
-    for match in _ISO_DATE.finditer(text):
-        month = int(match.group(2))
-        if 1 <= month <= 12:
-            keys.add(f"month:{month}")
-            keys.add(f"ym:{match.group(1)}-{month}")
-    for match in _MONTH_YEAR.finditer(text):
-        keys.add(_month_year_key(match))
+    # Cheap tests first: most windows of a long page hold no digit, no number word and no
+    # month, and each pattern below costs a scan (a cold check reads a million characters).
+    lower = text.lower()
+    digits = any(c.isdigit() for c in text)
+    words = any(w in lower for w in _WORD_PROBES)
+    months = any(m in lower for m in _MONTH_PROBES)
+    if digits:
+        for match in _NUMBER.finditer(text):
+            keys |= _number_keys(match)[1]
+            # "14%" also counts where the page writes "14 percent" (same key) or "0.14" (rare: skip).
+    if words:
+        for match in _WORD_NUMBER.finditer(text):
+            keys.add(f"{_WORDS[match.group(1).lower()]:.6g}")
+        for match in _HALF_SCALE.finditer(text):
+            keys.add(f"{0.5 * _SCALES[match.group(1).lower()]:.6g}")
+    if months:
+        for match in _MONTH_NAME.finditer(text):
+            keys.add(f"month:{_MONTHS[match.group(1).lower()]}")
+        if _MAY_DATE.search(text):
+            keys.add("month:5")
+    if months and digits:
+        for match in _MONTH_ABBREVIATION.finditer(text):
+            keys.add(f"month:{_MONTHS[match.group(1).lower()]}")
+        for match in _MONTH_YEAR.finditer(text):
+            keys.add(_month_year_key(match))
+    if digits:
+        # Dates as values: 2017-08-02 and 2017/08 hold August 2017, as a reader sees.
+        for match in _ISO_DATE.finditer(text):
+            month = int(match.group(2))
+            if 1 <= month <= 12:
+                keys.add(f"month:{month}")
+                keys.add(f"ym:{match.group(1)}-{month}")
     return keys
+
+
+_WORD_PROBES = tuple(_WORDS)
+_MONTH_PROBES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTH_ABBREVIATION = re.compile(r"\b(jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?[\s-]+\d", re.I)
 
 
 # "June 2017", "June 26, 2017", "26 June 2017", "29-Sep-2014": a month of a year, one fact.
