@@ -241,6 +241,7 @@ STAGES: tuple[Stage, ...] = (
         reads=(Artifact.TOPIC_BRIEF, Artifact.FINAL),
         writes=Artifact.CONSISTENCY_REPORT,
         findings_to="polisher",
+        cites=False,
         contract=contracts.CONSISTENCY_REPORT,
         after=("polisher",),
         temperature=0.2,

@@ -139,13 +139,15 @@ class Runner:
         clear_staging(self.project, stage)
 
     # -- one stage, in named steps ---------------------------------------------------------
-    async def run_stage(self, stage: Stage, extra_instructions: str = "") -> str | None:
+    async def run_stage(self, stage: Stage, extra_instructions: str = "", *, feedback: bool = True) -> str | None:
         """Run one stage to a committed artifact. Returns what to tell the stage if its
-        citation check failed in a way it can fix by running again, else None."""
+        citation check failed in a way it can fix by running again, else None. Without
+        `feedback` (a fix turn with one list of its own), no evidence list is added."""
         column = resolve_column(stage.name, stage.tools, self.settings)
         # The MCP servers it may use start first, so a failure is said before the stage begins.
         mcp = await self._mcp_tools(column)
-        extra = "\n\n".join(t for t in (extra_instructions, self.evidence_feedback(stage)) if t)
+        evidence = self.evidence_feedback(stage) if feedback else ""
+        extra = "\n\n".join(t for t in (extra_instructions, evidence) if t)
         run = self._build_agent_run(stage, self._begin(stage), extra, column, mcp)
         try:
             await self._produce(stage, run)
@@ -260,7 +262,7 @@ class Runner:
         finally:
             entry.tool_calls, entry.repairs = dict(run.tool_calls), list(run.finisher.asked)
             entry.text_tool_calls = run.text_tool_calls
-            entry.context = run.context
+            entry.context = entry.context.plus(run.context)
         entry.violations = []
         self._transform_staged(stage)
         self._finish_commit(stage, mark_committed(self.project, stage))
@@ -343,7 +345,9 @@ class Runner:
             f"{stage.name}: {len(found.items)} finding(s) in {target.writes}; sending them to {target.name} "
             f"for one fix, then checking again"
         )
-        return target, findings.fix_instructions(found, stage.writes, target.writes)
+        own = self.project.scratch_dir / target.writes  # its text with source ids, if renumbered
+        start_from = f"scratch/{target.writes}" if target.transform is not None and own.is_file() else None
+        return target, findings.fix_instructions(found, stage.writes, target.writes, start_from)
 
     # -- claim-level evidence (pensieve/evidence/): one hook, these three methods ------------
     def evidence_feedback(self, stage: Stage) -> str:
@@ -505,8 +509,8 @@ class Runner:
         acted: set[str] = set()  # checking stages whose findings had their fix turn
         recheck: dict[str, str] = {}  # a stage fixing findings -> the checker to run after it
 
-        def start(name: str, instructions: str = "") -> None:
-            running[asyncio.create_task(self.run_stage(BY_NAME[name], instructions))] = name
+        def start(name: str, instructions: str = "", *, feedback: bool = True) -> None:
+            running[asyncio.create_task(self.run_stage(BY_NAME[name], instructions, feedback=feedback))] = name
 
         def ready(name: str) -> bool:
             # Selection already holds every unfinished dependency, so waiting for the
@@ -537,7 +541,7 @@ class Runner:
                             start(recheck.pop(name))
                         elif (fix := self._findings_fix(BY_NAME[name], acted)) is not None:
                             recheck[fix[0].name] = name
-                            start(fix[0].name, fix[1])
+                            start(fix[0].name, fix[1], feedback=False)
         except TimeoutError:
             await self._fail_running(running, f"run deadline of {deadline:g}s (run.deadline_s) exceeded", result)
         except BaseException:
