@@ -9,3 +9,5 @@ with the passages of its cited sources that best support it.
 - `judge`: the optional model judge for weak and unsupported pairs;
 - `hooks`: how the pipeline and the CLI run all this for a project.
 """
+
+__all__ = ["hooks", "judge", "segment", "store"]

@@ -105,7 +105,7 @@ def earlier_articles(ctx: ToolContext) -> dict[str, str]:
     }
 
 
-@tool(default_limit=3)
+@tool(canonical="workspace.list_projects", default_limit=3)
 async def list_projects(ctx: ToolContext) -> list[dict[str, Any]]:
     """List every project (article) in the current workspace with its id, brief and pipeline status.
 
