@@ -15,9 +15,9 @@ from pensieve.project.listing import new_project
 from pensieve.project.workspace import Workspace
 from pensieve.stages import BY_NAME, STAGES
 from pensieve.tools import catalog
-from pensieve.tools.projects import list_projects
 from pensieve.tools.registry import ToolContext
 from pensieve.tools.stats import text_stats
+from pensieve.tools.workspace import list_projects
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "tool_schemas.json"
 

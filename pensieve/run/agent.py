@@ -28,8 +28,8 @@ from pensieve.stages import Artifact
 from pensieve.tool_matrix import cap_for
 from pensieve.tools import TOOL_NAMES, offered_tools
 from pensieve.tools.files import MAX_WRITE_CHARS
-from pensieve.tools.projects import document_title
 from pensieve.tools.registry import Tool, ToolContext
+from pensieve.tools.workspace import document_title
 from pensieve.web.catalog import CATALOG
 
 if TYPE_CHECKING:

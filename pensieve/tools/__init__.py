@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 from pensieve.tool_matrix import BUILTIN_TOOLS
 from pensieve.tools.files import edit_project_file, read_project_file, write_project_file
-from pensieve.tools.projects import list_projects
 from pensieve.tools.registry import Tool
 from pensieve.tools.stats import text_stats
 from pensieve.tools.topics import search_topics
 from pensieve.tools.web import fetch_url, web_search
+from pensieve.tools.workspace import list_projects
 
 if TYPE_CHECKING:
     from pensieve.config import Settings
@@ -62,11 +62,11 @@ __all__ = [
     "files",
     "mcp",
     "offered_tools",
-    "projects",
     "registry",
     "stats",
     "topics",
     "web",
+    "workspace",
 ]
 
 
