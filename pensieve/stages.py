@@ -66,6 +66,11 @@ class Artifact(StrEnum):
         return repr(self.value)
 
 
+# The artifacts that set the article's title (its `# ` line), in the order they are written:
+# a stage's task names the title of the latest one written before it.
+TITLE_ARTIFACTS = (Artifact.TOPIC_BRIEF, Artifact.OUTLINE, Artifact.DRAFT_V1, Artifact.DRAFT_V2, Artifact.FINAL)
+
+
 @dataclass(frozen=True)
 class Stage:
     name: str
@@ -99,6 +104,18 @@ class Stage:
     # The model of this stage judges weak evidence (evidence.judge), unless
     # evidence.judge_model names another: the fact checker, whose job that already is.
     judges_evidence: bool = False
+    # Whether the stage's artifact states facts that cite sources. The refiner's topic brief
+    # does not: its prompt carries no citation rules, with or without web search.
+    cites: bool = True
+    # Whether the stage chooses the article's scope: its prompt states the research budget
+    # (pages the Researcher can fetch, searches, rounds) so it scopes for what can be read.
+    scopes: bool = False
+    # The earlier version of the article this stage rewrites: its sourced sentences that the
+    # new version no longer says are listed as lost facts (pensieve/evidence/lost_facts.py).
+    revises: Artifact | None = None
+    # The stage that owns the artifact this stage checks: a "needs attention" verdict sends
+    # it the findings for one fix turn, then this stage runs again (pensieve/run/findings.py).
+    findings_to: str | None = None
 
 
 _FILES = ("read_project_file", "write_project_file")
@@ -114,6 +131,8 @@ STAGES: tuple[Stage, ...] = (
         writes=Artifact.TOPIC_BRIEF,
         contract=contracts.TOPIC_BRIEF,
         after=(),
+        cites=False,
+        scopes=True,
     ),
     Stage(
         name="researcher",
@@ -134,6 +153,7 @@ STAGES: tuple[Stage, ...] = (
         reads=(Artifact.TOPIC_BRIEF, Artifact.RESEARCH_NOTES),
         writes=Artifact.OUTLINE,
         contract=contracts.OUTLINE,
+        scopes=True,
         after=("researcher",),
     ),
     Stage(
@@ -196,6 +216,7 @@ STAGES: tuple[Stage, ...] = (
             Artifact.STYLE_REVIEW,
         ),
         writes=Artifact.DRAFT_V2,
+        revises=Artifact.DRAFT_V1,
         contract=contracts.DRAFT,
         after=("content_reviewer", "fact_checker", "style_reviewer"),
         transform=_with_references,
@@ -212,6 +233,7 @@ STAGES: tuple[Stage, ...] = (
         reads=(Artifact.DRAFT_V2,),
         optional_reads=(Artifact.DRAFT_V1,),
         writes=Artifact.FINAL,
+        revises=Artifact.DRAFT_V2,
         contract=contracts.FINAL,
         after=("reviser",),
         transform=_for_reader,
@@ -228,6 +250,7 @@ STAGES: tuple[Stage, ...] = (
         tools=("list_projects", *_FILES),
         reads=(Artifact.TOPIC_BRIEF, Artifact.FINAL),
         writes=Artifact.CONSISTENCY_REPORT,
+        findings_to="polisher",
         contract=contracts.CONSISTENCY_REPORT,
         after=("polisher",),
         temperature=0.2,
@@ -266,10 +289,14 @@ def get_stage(name: str) -> Stage:
         raise UsageError(f"unknown stage {name!r}; stages are: {', '.join(STAGE_NAMES)}") from None
 
 
+def writer_of(artifact: str) -> Stage:
+    """The stage whose row writes `artifact` (every artifact but the brief has one)."""
+    return next(stage for stage in STAGES if stage.writes == artifact)
+
+
 def comes_after(artifact: str, earlier: str) -> bool:
     """Whether the stage writing `artifact` runs after (depends on) the one writing `earlier`."""
-    writers = {str(stage.writes): stage.name for stage in STAGES}
-    return writers[artifact] in downstream_of(writers[earlier])[1:]
+    return writer_of(artifact).name in downstream_of(writer_of(earlier).name)[1:]
 
 
 def downstream_of(name: str) -> list[str]:
