@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +39,7 @@ from pensieve.run.commit import (
 )
 from pensieve.run.finishing import ContractFailed, Finisher, unfence
 from pensieve.run.preflight import RunOptions, preflight, preflight_warnings, select_stages
-from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES, Stage
+from pensieve.stages import BY_NAME, EVIDENCE_JUDGE, STAGE_NAMES, STAGES, Stage
 from pensieve.tool_matrix import Column, resolve_column
 from pensieve.tools import offered_tools
 from pensieve.tools.registry import RunResources, Tool, ToolContext
@@ -388,7 +388,7 @@ class Runner:
 
             client = StageModelClient(
                 stage=stage.name,
-                model=self.options.model or self.settings.model_for("fact_checker") or "",
+                model=self.options.model or self.settings.model_for(EVIDENCE_JUDGE.name) or "",
                 settings=self.settings,
                 events=self.events,
                 record_usage=lambda reply: self._record_usage(stage.name, reply),
@@ -599,16 +599,28 @@ def run_project(
     options: RunOptions,
     reporter: Subscriber,
     environ: Mapping[str, str] | None = None,
+    *,
+    selected: list[str] | None = None,
+    loop: Callable[[Coroutine[object, None, RunResult]], RunResult] = asyncio.run,
 ) -> RunResult:
-    """Preflight, lock, run. Raises UsageError before touching anything if it cannot start."""
+    """Preflight, lock, run: the one way a project is run (`pensieve run`, the batch worker,
+    the studio's child runs). Raises UsageError before touching anything if it cannot start,
+    ProjectBusy if another process runs the project.
+
+    - selected: the stages `preflight` chose, when the caller ran it already (the batch
+      worker does, to pass over a project with nothing to do without taking its lock);
+    - loop: runs the pipeline's coroutine to its end (the worker's own loop, which it can
+      cancel from another thread); `asyncio.run` by default.
+    """
     env = dict(os.environ if environ is None else environ)
-    selected = preflight(project, settings, options, env)
+    if selected is None:
+        selected = preflight(project, settings, options, env)
     llm.start_import()  # the first request leaves as soon as litellm is importable
     with project.run_lock():
         project.refuse_links()  # again under the lock: nothing Pensieve writes may be a link
         runner = Runner(project, settings, options, reporter, env)
         try:
-            return asyncio.run(runner.run(selected))
+            return loop(runner.run(selected))
         finally:
             if runner.mcp is not None:
                 runner.mcp.kill_leftovers()  # whatever the loop could not close (no orphans)
