@@ -25,8 +25,8 @@ from pensieve.project.workspace import Project, Workspace, atomic_write_text
 from pensieve.run.finishing import Finisher
 from pensieve.stages import BY_NAME
 from pensieve.tools import offered_tools
-from pensieve.tools.projects import list_projects
 from pensieve.tools.registry import ToolContext
+from pensieve.tools.workspace import list_projects
 
 PAGE = (
     "The layered graph was introduced in 2016. Each layer holds a smaller share of the points than the one "

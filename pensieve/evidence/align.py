@@ -224,6 +224,77 @@ def assess(
         order.extend(i for i in holding[:_FACT_CANDIDATES] if i not in order)
     order.extend(i for i in anchored if i in sims and i not in order)
 
+    index, missing, support = _choose(claim, windows, order, facts, sims, by_sim, thresholds, anchored)
+    window = windows[index]
+    score = sims[index]
+    near = _around(index, len(windows)) + support
+    context_text = " ".join(windows[i].text for i in sorted(set(near)))
+    covered = lexical.coverage(claim, context_text)
+    if index in anchored and covered >= _SAME_SUBJECT:
+        score = max(score, thresholds.supported)  # the page says it in the sentence's words
+    if _about_the_document(numeric, elsewhere, claim, view):
+        score = max(score, thresholds.supported)  # "RFC 1558, opened in March 2016": its header says so
+    if thresholds.weak <= score < thresholds.supported and lexical.coverage(claim, window.text) >= _SAID_IN_WORDS:
+        # MiniLM scores a faithful paraphrase of a technical passage 0.40-0.55; a passage that
+        # uses most of the sentence's own words says it.
+        score = thresholds.supported
+    found = _Findings(
+        "supported" if score >= thresholds.supported else "weak" if score >= thresholds.weak else "unsupported"
+    )
+    if found.verdict != "supported":
+        found.sure.append(0.55 + (thresholds.weak - score) if found.verdict == "unsupported" else 0.4)
+        found.reasons.append(f"closest passage of {source.id} scores {score:.2f}")
+    _fact_findings(found, missing, view, others or [])
+    for quote in misquoted:
+        found.add("weak", f'the quoted words "{_short(quote)}" not found in {source.id}', 0.7)
+    opposite = _opposite(claim, index, windows, sims, thresholds)
+    if opposite:
+        found.add("unsupported", opposite, 0.7)
+    # An absolute the page states anywhere it says this (any passage as close as a supporting
+    # one) is the page's, not the writer's.
+    close = " ".join(windows[i].text for i in by_sim if sims[i] >= thresholds.supported)
+    stronger = lexical.stronger_cues(claim, context_text + " " + close, window.text)
+    if stronger:
+        found.add("weak", "stated more strongly than the passage: " + ", ".join(stronger), 0.4)
+    if covered < _MIN_COVERAGE:
+        found.add("weak", "most of its words are not in the passage", 0.45)
+    verdict, reasons = found.verdict, found.reasons
+    if verdict == "supported":
+        confidence = min(1.0, 0.6 + 2 * (score - thresholds.supported) + (0.2 if index in anchored else 0.0))
+    else:
+        confidence = min(1.0, max(found.sure, default=0.5))
+    passage = _passage(source, window)
+    extra = [_passage(source, windows[i]) for i in support if i != index]
+    shown = [f.surface for f in missing if f.kind != "entity" or not view.whole.has(f)]
+    return Citation(source.id, verdict, score, passage, shown, reasons, confidence=confidence, passages=extra)
+
+
+@dataclass
+class _Findings:
+    """A pair's verdict as the checks lower it, with their reasons and how sure each is."""
+
+    verdict: str
+    reasons: list[str] = field(default_factory=list)
+    sure: list[float] = field(default_factory=list)
+
+    def add(self, verdict: str, reason: str, sure: float) -> None:
+        self.verdict = _worse(self.verdict, verdict)
+        self.reasons.append(reason)
+        self.sure.append(sure)
+
+
+def _choose(
+    claim: str,
+    windows: list[Span],
+    order: list[int],
+    facts: list[lexical.Fact],
+    sims: dict[int, float],
+    by_sim: list[int],
+    thresholds: Thresholds,
+    anchored: set[int],
+) -> tuple[int, list[lexical.Fact], list[int]]:
+    """The passage the sentence rests on (with the facts missing near it and the passages
+    that support it together with it)."""
     best: tuple[float, int, list[lexical.Fact], list[int]] | None = None
     for index in order:
         support = _support(index, by_sim, sims, thresholds)
@@ -240,72 +311,22 @@ def assess(
         if best is None or rank > best[0]:
             best = (rank, index, missing, support)
     assert best is not None
-    _rank, index, missing, support = best
-    window = windows[index]
-    score = sims[index]
-    near = _around(index, len(windows)) + support
-    context_text = " ".join(windows[i].text for i in sorted(set(near)))
-    covered = lexical.coverage(claim, context_text)
-    if index in anchored and covered >= _SAME_SUBJECT:
-        score = max(score, thresholds.supported)  # the page says it in the sentence's words
-    if _about_the_document(numeric, elsewhere, claim, view):
-        score = max(score, thresholds.supported)  # "RFC 1558, opened in March 2016": its header says so
-    reasons: list[str] = []
-    sure: list[float] = []
+    return best[1], best[2], best[3]
 
-    if thresholds.weak <= score < thresholds.supported and lexical.coverage(claim, window.text) >= _SAID_IN_WORDS:
-        # MiniLM scores a faithful paraphrase of a technical passage 0.40-0.55; a passage that
-        # uses most of the sentence's own words says it.
-        score = thresholds.supported
-    verdict = "supported" if score >= thresholds.supported else "weak" if score >= thresholds.weak else "unsupported"
-    if verdict != "supported":
-        reasons.append(f"closest passage of {source.id} scores {score:.2f}")
-        sure.append(0.55 + (thresholds.weak - score) if verdict == "unsupported" else 0.4)
+
+def _fact_findings(
+    found: _Findings, missing: list[lexical.Fact], view: SourceView, others: list[lexical.Haystack]
+) -> None:
+    sid = view.source.id
     for fact in missing:
         if fact.kind in ("number", "date"):
             if view.whole.has(fact):
-                verdict = _worse(verdict, "weak")
-                reasons.append(f"{fact.surface} is in {source.id}, but not near the passage")
-                sure.append(0.4)
+                found.add("weak", f"{fact.surface} is in {sid}, but not near the passage", 0.4)
             else:
-                verdict = "unsupported"
-                reasons.append(f"{fact.surface} not found in {source.id}")
-                sure.append(0.9)
-        elif view.whole.has(fact) or view.known.has(fact) or any(o.has(fact) for o in others or []):
-            continue  # a name the page gives elsewhere (pages name their subject once)
-        else:
-            verdict = "unsupported"
-            reasons.append(f"{fact.surface} not found in {source.id}")
-            sure.append(0.7)
-    for quote in misquoted:
-        verdict = _worse(verdict, "weak")
-        reasons.append(f'the quoted words "{_short(quote)}" not found in {source.id}')
-        sure.append(0.7)
-    opposite = _opposite(claim, index, windows, sims, thresholds)
-    if opposite:
-        verdict = "unsupported"
-        reasons.append(opposite)
-        sure.append(0.7)
-    # An absolute the page states anywhere it says this (any passage as close as a supporting
-    # one) is the page's, not the writer's.
-    close = " ".join(windows[i].text for i in by_sim if sims[i] >= thresholds.supported)
-    stronger = lexical.stronger_cues(claim, context_text + " " + close, window.text)
-    if stronger:
-        verdict = _worse(verdict, "weak")
-        reasons.append("stated more strongly than the passage: " + ", ".join(stronger))
-        sure.append(0.4)
-    if covered < _MIN_COVERAGE:
-        verdict = _worse(verdict, "weak")
-        reasons.append("most of its words are not in the passage")
-        sure.append(0.45)
-    if verdict == "supported":
-        confidence = min(1.0, 0.6 + 2 * (score - thresholds.supported) + (0.2 if index in anchored else 0.0))
-    else:
-        confidence = min(1.0, max(sure, default=0.5))
-    passage = _passage(source, window)
-    extra = [_passage(source, windows[i]) for i in support if i != index]
-    shown = [f.surface for f in missing if f.kind != "entity" or not view.whole.has(f)]
-    return Citation(source.id, verdict, score, passage, shown, reasons, confidence=confidence, passages=extra)
+                found.add("unsupported", f"{fact.surface} not found in {sid}", 0.9)
+        elif not (view.whole.has(fact) or view.known.has(fact) or any(o.has(fact) for o in others)):
+            # (a name the page gives elsewhere is fine: pages name their subject once)
+            found.add("unsupported", f"{fact.surface} not found in {sid}", 0.7)
 
 
 def _about_the_document(numeric: list[lexical.Fact], known: list[lexical.Fact], claim: str, view: SourceView) -> bool:

@@ -19,10 +19,9 @@ from pensieve.evidence.store import ALIGNED, VERSION, artifact_entry, readable_e
 from pensieve.evidence.vectors import VECTORS_DIR, VectorCache
 from pensieve.front_matter import split_front_matter
 from pensieve.project.workspace import SCRATCH_DIR, Project, atomic_write_text
-from pensieve.stages import Artifact
+from pensieve.stages import FINAL_ARTICLE, Artifact
 from pensieve.topics.embedder import Embedder, get_embedder
 
-FINAL = "final.md"
 FACT_CHECK = Artifact.FACT_CHECK
 
 
@@ -68,7 +67,7 @@ def align_file(
         return None
     text = path.read_text(encoding="utf-8", errors="replace")
     texts, urls = sources or load_source_texts(project.dir)
-    numbers, labels = reader_keys(project.dir, text, urls) if name == FINAL else (None, None)
+    numbers, labels = reader_keys(project.dir, text, urls) if name == FINAL_ARTICLE else (None, None)
     cache = cache or VectorCache(project.dir / VECTORS_DIR, embedder)
     alignment = align_text(name, text, texts, cache, embedder, thresholds(settings), numbers, labels)
     apply_fact_check(alignment, verified_quotes(project.dir, texts))
