@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import errno
+import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, NoReturn, TextIO, TypeVar
 
 import typer
 from rich.console import Console
@@ -57,6 +58,24 @@ def storage_error(exc: OSError) -> PensieveError:
     elif exc.errno == errno.ELOOP:
         hint = "; Pensieve does not follow symbolic links in a project: replace the link by the file"
     return PensieveError(f"{where}{cause}{hint}")
+
+
+def shown_name(name: str, limit: int = 60) -> str:
+    """A file name a user gave, quoted for one line of an error: control characters escaped
+    (repr), and cut when it is longer than anyone needs to recognise it."""
+    text = repr(name)
+    return text if len(text) <= limit else f"{text[: limit - 5]}...{text[0]} ({len(name)} characters)"
+
+
+def silence(stream: TextIO) -> None:
+    """A closed pipe (`| head` has read enough) becomes /dev/null: later writes, and the
+    interpreter's flush at exit, succeed without output instead of raising BrokenPipeError."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # not a real file (a test's capture): nothing to redirect
+        pass
 
 
 def workspace_of(name: str) -> Workspace:
