@@ -35,6 +35,14 @@ def has_lone_surrogate(text: str) -> bool:
     return False
 
 
+def shown_name(name: str, limit: int = 60) -> str:
+    """A file name someone gave, quoted for one line of an error: control characters escaped
+    (repr: a newline in a name never splits the line), and cut when it is longer than anyone
+    needs to recognise it."""
+    text = repr(name)
+    return text if len(text) <= limit else f"{text[: limit - 5]}...{text[0]} ({len(name)} characters)"
+
+
 class PensieveError(Exception):
     """An expected failure with a one-line message for the user."""
 

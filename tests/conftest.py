@@ -41,8 +41,12 @@ def _isolate_user_directories() -> None:
         os.environ[variable] = str(root / folder)
     (root / "home").mkdir()
     pid = os.getpid()
-    # Only the process that made it removes it (forked children run atexit handlers too).
-    atexit.register(lambda: os.getpid() == pid and shutil.rmtree(root, ignore_errors=True))
+
+    def remove() -> None:
+        if os.getpid() == pid:  # only the process that made it (forked children run atexit too)
+            shutil.rmtree(root, ignore_errors=True)
+
+    atexit.register(remove)
 
 
 _isolate_user_directories()

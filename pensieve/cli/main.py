@@ -75,8 +75,8 @@ def _read_brief(brief: str | None, file: Path | None) -> str:
         try:
             data = file.read_bytes()
         except OSError as exc:
-            raise UsageError(f"cannot read brief file {file}: {exc.strerror}") from None
-        source = str(file)
+            raise UsageError(f"cannot read brief file {shown_name(str(file))}: {exc.strerror}") from None
+        source = shown_name(str(file))
     elif brief == "-":
         data = sys.stdin.buffer.read()
         source = "standard input"
@@ -454,7 +454,6 @@ def check(
         from pensieve.citations.hooks import check_project
         from pensieve.cli.evidence import evidence_for_check
         from pensieve.config import load_settings
-
         from pensieve.stages import Artifact
 
         project = workspace_of(workspace).existing_project(project_id)

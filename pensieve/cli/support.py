@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn, TextIO, TypeVar
 import typer
 from rich.console import Console
 
-from pensieve.errors import PensieveError, UsageError, has_lone_surrogate
+from pensieve.errors import PensieveError, UsageError, has_lone_surrogate, shown_name
 
 if TYPE_CHECKING:  # imported for real inside the functions, so `--help` stays light
     from pensieve.project.workspace import Workspace
@@ -48,6 +48,10 @@ def storage_error(exc: OSError) -> PensieveError:
     """A file system failure (a full disk, a read-only directory, a refused link) as one
     line naming the path and the cause; files are written atomically, so none is left
     half-written (exit 1)."""
+    if exc.errno == errno.ENAMETOOLONG:
+        # Only a name someone gave is ever that long: bad input (exit 2), shown shortened.
+        named = shown_name(str(exc.filename)) if exc.filename else "a file name"
+        return UsageError(f"{named}: the file name is too long for the file system; give a shorter one")
     where = f"{exc.filename}: " if exc.filename else ""
     cause = exc.strerror or type(exc).__name__
     hint = ""
@@ -58,13 +62,6 @@ def storage_error(exc: OSError) -> PensieveError:
     elif exc.errno == errno.ELOOP:
         hint = "; Pensieve does not follow symbolic links in a project: replace the link by the file"
     return PensieveError(f"{where}{cause}{hint}")
-
-
-def shown_name(name: str, limit: int = 60) -> str:
-    """A file name a user gave, quoted for one line of an error: control characters escaped
-    (repr), and cut when it is longer than anyone needs to recognise it."""
-    text = repr(name)
-    return text if len(text) <= limit else f"{text[: limit - 5]}...{text[0]} ({len(name)} characters)"
 
 
 def silence(stream: TextIO) -> None:

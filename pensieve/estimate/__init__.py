@@ -155,10 +155,14 @@ def estimate_project(
         if not selected:
             selected = list(STAGE_NAMES)
             basis.append("the project is complete: this is the estimate of running every stage again (--force)")
-    others = history_from if history_from is not None else [p for p in project.workspace.projects() if p.id != project.id]
+    others = (
+        history_from if history_from is not None else [p for p in project.workspace.projects() if p.id != project.id]
+    )
     history = read_history(others, settings, environ, model_for)
     sizes = _sizes(project, settings, history, web=_web_research(settings, environ), fresh=fresh)
-    stages = [_stage_estimate(project, BY_NAME[name], settings, environ, model_for(name), sizes, history) for name in selected]
+    stages = [
+        _stage_estimate(project, BY_NAME[name], settings, environ, model_for(name), sizes, history) for name in selected
+    ]
     basis.append(
         "prompt sizes of this project (system prompt, task, tool schemas and the files each stage reads, "
         "rendered as the run would send them), ~4 characters a token"
@@ -170,9 +174,7 @@ def estimate_project(
     if history.projects:
         basis.append(f"what {len(history.projects)} finished project(s) of the workspace actually used per stage")
     else:
-        basis.append(
-            "no finished project in the workspace to learn from yet: ranges are the prediction / 1.7 to x 1.7"
-        )
+        basis.append("no finished project in the workspace to learn from yet: ranges are the prediction / 1.7 to x 1.7")
     if any(s.cost_usd is None for s in stages):
         basis.append(f"cost: litellm's price map has no price for some models ({UNKNOWN_PRICE})")
     else:
@@ -236,7 +238,9 @@ def _stage_estimate(
         parts.append(f"MCP tools of {', '.join(plan.mcp_servers)} not counted")
     if seen:
         r = ratios(seen, lambda f: f.total_tokens)
-        parts.append(f"corrected by {len(seen)} finished project(s) (actual/predicted tokens {min(r):.2f}-{max(r):.2f})")
+        parts.append(
+            f"corrected by {len(seen)} finished project(s) (actual/predicted tokens {min(r):.2f}-{max(r):.2f})"
+        )
     return StageEstimate(
         stage=stage.name,
         model=model,

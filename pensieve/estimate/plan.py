@@ -23,7 +23,7 @@ from pensieve.run.finishing import Finisher
 from pensieve.stages import Artifact, Stage
 from pensieve.tool_matrix import resolve_column
 from pensieve.tools import offered_tools
-from pensieve.tools.registry import Tool, ToolContext
+from pensieve.tools.registry import ToolContext
 
 # Expected sizes (characters) of the files a stage writes, when neither the project nor a
 # finished project of the workspace has one: typical of the artifacts capable models write

@@ -529,8 +529,8 @@ def classify(exc: Exception) -> LLMError:
         # litellm reports a refused or dropped connection as a 500 "Connection error."
         kind, status = "connection", None
     detail = " ".join(scrub(_chain(exc)).split())[:2000]
-    refused = kind == "connection" and _is_refused(exc)
-    return LLMError(kind, plain_reason(str(exc)), status, _retry_after(exc), detail=detail, refused=refused)
+    nobody_listens = kind == "connection" and _is_refused(exc)
+    return LLMError(kind, plain_reason(str(exc)), status, _retry_after(exc), detail=detail, refused=nobody_listens)
 
 
 # What libraries put in front of a provider's words ("litellm.InternalServerError:

@@ -135,7 +135,7 @@ class Article:
         return not SourceArchive(self.project_dir).entries()
 
     def sources_note(self) -> str:
-        """"3 sources", or for an article that had none to cite, "written without web sources"."""
+        """The sources line of an export: "3 sources", or "written without web sources"."""
         if self.unsourced:
             return "written without web sources"
         count = len(self.references)
