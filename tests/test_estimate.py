@@ -61,7 +61,8 @@ def test_costs_come_from_litellms_price_map_file(home: Home) -> None:
     stages = data["stages"]
     assert isinstance(stages, list)
     drafter = next(s for s in stages if s["stage"] == "drafter")
-    low = drafter["input_tokens"]["low"] * price.input_per_token + drafter["output_tokens"]["low"] * price.output_per_token
+    inputs, outputs = drafter["input_tokens"]["low"], drafter["output_tokens"]["low"]
+    low = inputs * price.input_per_token + outputs * price.output_per_token
     assert drafter["cost_usd"]["low"] == pytest.approx(low, rel=1e-3, abs=1e-6)
     assert drafter["model"] == "openai/gpt-4o-mini"
 

@@ -69,7 +69,7 @@ def test_the_project_page_shows_the_estimate_before_a_run(home: Home, tmp_path: 
     page = c.get("/projects/p3").text
     assert "Before you run: 7 stages" in page and "drafter" in page and "tokens" in page
     estimate = c.get("/api/projects/p3/estimate").json()
-    assert [s["stage"] for s in estimate["stages"]][0] == "drafter"
+    assert estimate["stages"][0]["stage"] == "drafter"
     assert estimate["stages"][0]["system_prompt"]
     make_project("done")  # complete: nothing to estimate on its page
     assert "Before you run" not in c.get("/projects/done").text

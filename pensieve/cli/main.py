@@ -31,14 +31,13 @@ from pensieve.cli.support import (
     fail,
     guarded,
     out,
-    shown_name,
     silence,
     storage_error,
     workspace_of,
 )
 from pensieve.cli.tools import tools_command
 from pensieve.cli.topics import topics_app
-from pensieve.errors import PensieveError, UsageError
+from pensieve.errors import PensieveError, UsageError, shown_name
 from pensieve.json_text import print_json
 
 if TYPE_CHECKING:  # the real imports sit inside the commands: `list` and `--help` load no pipeline

@@ -269,7 +269,8 @@ def verify_bundle(path: Path) -> VerifyReport:
             f"no bundle at {shown_name(str(path))}; give the directory or .zip that `pensieve export --bundle` wrote"
         )
     if not (path.is_dir() or path.is_file()):  # reading a FIFO would wait forever
-        raise UsageError(f"{shown_name(str(path))} is {special_file_kind(path)}: neither a bundle directory nor a zip file")
+        kind = special_file_kind(path)
+        raise UsageError(f"{shown_name(str(path))} is {kind}: neither a bundle directory nor a zip file")
     report = VerifyReport(path)
     with _reader(path) as (read, names):
         raw = read(MANIFEST)
