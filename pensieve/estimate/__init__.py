@@ -20,8 +20,9 @@ from typing import Any
 from pensieve.config import Settings
 from pensieve.estimate.conversation import simulate
 from pensieve.estimate.history import History, band, project_sizes, ratios, read_history
-from pensieve.estimate.plan import default_size, plan_stage, shape_of
+from pensieve.estimate.plan import StagePlan, default_size, plan_stage, shape_of
 from pensieve.estimate.prices import price_of
+from pensieve.project.source_archive import SourceArchive
 from pensieve.project.status import load_status
 from pensieve.project.workspace import BRIEF_FILE, Project
 from pensieve.run.preflight import RunOptions, select_stages
@@ -158,11 +159,18 @@ def estimate_project(
     others = (
         history_from if history_from is not None else [p for p in project.workspace.projects() if p.id != project.id]
     )
-    history = read_history(others, settings, environ, model_for)
-    sizes = _sizes(project, settings, history, web=_web_research(settings, environ), fresh=fresh)
-    stages = [
-        _stage_estimate(project, BY_NAME[name], settings, environ, model_for(name), sizes, history) for name in selected
-    ]
+    plans: dict[str, StagePlan] = {}
+
+    def plan_for(name: str) -> StagePlan:
+        if name not in plans:
+            plans[name] = plan_stage(project, BY_NAME[name], settings, environ, model_for(name))
+        return plans[name]
+
+    history = read_history(others, settings, plan_for)
+    web = _web_research(settings, environ)
+    sizes = _sizes(project, settings, history, web=web, fresh=fresh)
+    sourced = web or (not fresh and bool(SourceArchive(project.dir).entries()))
+    stages = [_stage_estimate(plan_for(name), settings, sizes, history, sourced=sourced) for name in selected]
     basis.append(
         "prompt sizes of this project (system prompt, task, tool schemas and the files each stage reads, "
         "rendered as the run would send them), ~4 characters a token"
@@ -205,16 +213,10 @@ def _web_research(settings: Settings, environ: Mapping[str, str]) -> bool:
 
 
 def _stage_estimate(
-    project: Project,
-    stage: Any,
-    settings: Settings,
-    environ: Mapping[str, str],
-    model: str | None,
-    sizes: dict[str, int],
-    history: History,
+    plan: StagePlan, settings: Settings, sizes: dict[str, int], history: History, *, sourced: bool
 ) -> StageEstimate:
-    plan = plan_stage(project, stage, settings, environ, model)
-    shape = shape_of(plan, sizes, settings)
+    stage, model = plan.stage, plan.model
+    shape = shape_of(plan, sizes, settings, sourced=sourced)
     predicted = simulate(shape)
     seen = history.by_stage.get(stage.name, [])
     calls = Range(*band(predicted.calls, ratios(seen, lambda f: f.calls)))

@@ -32,6 +32,7 @@ class Shape:
     artifact: int  # the file the stage writes (in the write_project_file call)
     context_cap: int  # llm.max_context_chars: older tool results are elided past it
     max_rounds: int
+    attempts: float = 1.0  # expected runs of the stage (a stage resent once on a failed check)
 
 
 @dataclass(frozen=True)
@@ -66,4 +67,5 @@ def simulate(shape: Shape) -> Figures:
         sent += min(conversation, shape.context_cap)
         written += out_chars
         conversation += out_chars + result_chars
-    return Figures(len(turns), sent / CHARS_PER_TOKEN, written / CHARS_PER_TOKEN)
+    times = shape.attempts
+    return Figures(len(turns) * times, sent * times / CHARS_PER_TOKEN, written * times / CHARS_PER_TOKEN)

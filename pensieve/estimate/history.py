@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pensieve.config import Settings
 from pensieve.errors import PensieveError
 from pensieve.estimate.conversation import Figures, simulate
-from pensieve.estimate.plan import file_size, plan_stage, shape_of
+from pensieve.estimate.plan import StagePlan, file_size, shape_of
+from pensieve.project.source_archive import SourceArchive
 from pensieve.project.status import load_status
 from pensieve.project.workspace import BRIEF_FILE, Project
 from pensieve.stages import ARTIFACTS, STAGES
@@ -61,13 +62,13 @@ def project_sizes(project: Project) -> dict[str, int]:
     return sizes
 
 
-def read_history(
-    projects: list[Project],
-    settings: Settings,
-    environ: Mapping[str, str],
-    model_for: Callable[[str], str | None],
-) -> History:
-    """Observations from the finished projects among `projects` (unreadable ones skipped)."""
+def read_history(projects: list[Project], settings: Settings, plan_for: Callable[[str], StagePlan]) -> History:
+    """Observations from the finished projects among `projects` (unreadable ones skipped).
+
+    Each finished stage is simulated with the prompts of the project being estimated
+    (`plan_for`, by stage) and the finished project's own file sizes: the prompts differ
+    between projects by a title and an id, the files by thousands of characters, and
+    rendering every stage's prompts again for ten projects would take seconds."""
     history = History()
     finished: list[tuple[str, Project]] = []
     for project in projects:
@@ -80,6 +81,7 @@ def read_history(
     for _updated, project in sorted(finished, key=lambda item: item[0], reverse=True)[:MAX_PROJECTS]:
         status = load_status(project.status_path, keep_copy=False)
         sizes = project_sizes(project)
+        sourced = bool(SourceArchive(project.dir).entries())
         history.projects.append(project.id)
         for name, size in sizes.items():
             history.sizes.setdefault(name, []).append(size)
@@ -87,8 +89,7 @@ def read_history(
             entry = status.stages[stage.name]
             if entry.status != "complete" or entry.usage.calls == 0:
                 continue
-            plan = plan_stage(project, stage, settings, environ, entry.model or model_for(stage.name))
-            predicted = simulate(shape_of(plan, sizes, settings))
+            predicted = simulate(shape_of(plan_for(stage.name), sizes, settings, sourced=sourced))
             usage = entry.usage
             actual = Figures(usage.calls, usage.prompt_tokens, usage.completion_tokens)
             history.by_stage.setdefault(stage.name, []).append(Observation(project.id, predicted, actual))

@@ -43,12 +43,18 @@ _ARTICLES = (Artifact.DRAFT_V1, Artifact.DRAFT_V2, Artifact.FINAL)
 # What the first turn's other tools answer: search_topics' hits, list_projects' rows,
 # text_stats' figures.
 _FIRST_TURN_TOOLS = {"search_topics": 1_500, "list_projects": 600, "text_stats": 300}
-# Research turns: searches and fetches a researcher makes (a checker makes fewer), each at
-# most its cap; a result list is ~450 characters a hit, a fetched page up to fetch.max_chars.
-_SEARCHES = {True: 4, False: 2}
-_FETCHES = {True: 6, False: 2}
+# Research turns: searches and fetches a researcher makes, each at most its cap; a result
+# list is ~450 characters a hit, a fetched page up to fetch.max_chars. A checker reads the
+# pages fetched in this many turns.
+_SEARCHES = 4
+_FETCHES = 6
+_CHECK_TURNS = 2
+# A stage sent back once when its artifact fails the citation or evidence check (the
+# polisher) does so often when there are sources to check: 1.5 attempts expected, so the
+# range spans one attempt and two.
+_RESENT_ATTEMPTS = 1.5
 _HIT_CHARS = 450
-_PAGE_CHARS = 12_000
+_PAGE_CHARS = 20_000
 
 
 class _NoModel:
@@ -130,8 +136,9 @@ def file_size(project: Project, name: str) -> int | None:
         return None
 
 
-def shape_of(plan: StagePlan, sizes: Mapping[str, int], settings: Settings) -> Shape:
-    """The stage's conversation, given the size of each file it reads and writes."""
+def shape_of(plan: StagePlan, sizes: Mapping[str, int], settings: Settings, *, sourced: bool = False) -> Shape:
+    """The stage's conversation, given the size of each file it reads and writes, and
+    whether the article has sources (a stage resent on a failed check then often is)."""
     stage = plan.stage
     reads = [n for n in stage.reads if n in sizes] or [n for n in stage.optional_reads if n in sizes]
     others = [name for name in plan.tools if name in _FIRST_TURN_TOOLS]
@@ -146,6 +153,7 @@ def shape_of(plan: StagePlan, sizes: Mapping[str, int], settings: Settings) -> S
         artifact=sizes.get(stage.writes, 0),
         context_cap=settings.llm.max_context_chars,
         max_rounds=settings.max_rounds_for(stage.name),
+        attempts=_RESENT_ATTEMPTS if sourced and stage.resend_on_failed_check else 1.0,
     )
 
 
@@ -153,12 +161,16 @@ def _research(plan: StagePlan, settings: Settings) -> tuple[int, int]:
     """(turns, characters a turn returns) of web research; none without web_search."""
     if "web_search" not in plan.tools:
         return 0, 0
-    # The stage that reads research notes checks them; the one before gathers them.
-    gathers = Artifact.RESEARCH_NOTES not in plan.stage.reads
-    searches = min(plan.caps.get("web_search", 0), _SEARCHES[gathers])
-    fetches = min(plan.caps.get("fetch_url", 0), _FETCHES[gathers])
+    page = min(settings.fetch.max_chars, _PAGE_CHARS)
+    fetches = min(plan.caps.get("fetch_url", 0), _FETCHES)
+    if Artifact.RESEARCH_NOTES in plan.stage.reads:
+        # The stage that reads the research notes checks them: it reads the archived pages
+        # the researcher fetched (sources/S1.md ...) to find each claim's passage, a few at
+        # a time, rather than searching again.
+        read = min(plan.caps.get("read_project_file", 0), fetches)
+        return _CHECK_TURNS, read * page // _CHECK_TURNS
+    searches = min(plan.caps.get("web_search", 0), _SEARCHES)
     providers = max(1, len(settings.search.configured()))
     hits = settings.search.max_results_per_query * providers * _HIT_CHARS
-    page = min(settings.fetch.max_chars, _PAGE_CHARS)
     turns = searches + fetches
     return turns, (searches * hits + fetches * page) // turns if turns else 0
