@@ -20,7 +20,7 @@ from typing import Any
 from pensieve.config import Settings
 from pensieve.estimate.conversation import simulate
 from pensieve.estimate.history import History, band, project_sizes, ratios, read_history
-from pensieve.estimate.plan import StagePlan, default_size, plan_stage, shape_of
+from pensieve.estimate.plan import StagePlan, context_budget, default_size, plan_stage, shape_of
 from pensieve.estimate.prices import price_of
 from pensieve.project.source_archive import SourceArchive
 from pensieve.project.status import load_status
@@ -176,8 +176,8 @@ def estimate_project(
         "rendered as the run would send them), ~4 characters a token"
     )
     basis.append(
-        f"budgets: llm.max_rounds {settings.llm.max_rounds}, llm.max_context_chars {settings.llm.max_context_chars:,}, "
-        f"article.target_words {settings.article.target_words:,}, the tool caps (limits.*)"
+        f"budgets: llm.max_rounds {settings.llm.max_rounds}, a context budget of {context_budget(settings):,} "
+        f"characters, article.target_words {settings.article.target_words:,}, the tool caps (limits.*)"
     )
     if history.projects:
         basis.append(f"what {len(history.projects)} finished project(s) of the workspace actually used per stage")

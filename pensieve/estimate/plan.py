@@ -14,7 +14,7 @@ from typing import Any
 
 from pensieve.config import Settings
 from pensieve.estimate.conversation import Shape
-from pensieve.model.llm import LLMReply
+from pensieve.model.llm import LLMReply, context_chars
 from pensieve.project.events import EventBus
 from pensieve.project.workspace import Project
 from pensieve.run.agent import AgentRun, system_prompt, task_message, tool_cap
@@ -136,6 +136,14 @@ def file_size(project: Project, name: str) -> int | None:
         return None
 
 
+def context_budget(settings: Settings) -> int:
+    """The conversation's character budget as the run computes it from the configuration
+    (llm.max_context_chars, llm.context_window; litellm's own window figures are not looked
+    up: that would import litellm)."""
+    llm_settings = settings.llm
+    return context_chars(llm_settings.max_context_chars, llm_settings.context_window, llm_settings.max_output_tokens)
+
+
 def shape_of(plan: StagePlan, sizes: Mapping[str, int], settings: Settings, *, sourced: bool = False) -> Shape:
     """The stage's conversation, given the size of each file it reads and writes, and
     whether the article has sources (a stage resent on a failed check then often is)."""
@@ -151,7 +159,7 @@ def shape_of(plan: StagePlan, sizes: Mapping[str, int], settings: Settings, *, s
         research_turns=research_turns,
         research_chars=research_chars,
         artifact=sizes.get(stage.writes, 0),
-        context_cap=settings.llm.max_context_chars,
+        context_cap=context_budget(settings),
         max_rounds=settings.max_rounds_for(stage.name),
         attempts=_RESENT_ATTEMPTS if sourced and stage.resend_on_failed_check else 1.0,
     )
