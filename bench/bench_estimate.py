@@ -13,13 +13,17 @@
 A stage is "in" when its actual total tokens (input + output) lie within the estimate's
 low-high range. Target: >= 8 of 10 stages in, and no range wider than 3x (high <= 3 x low).
 
-Run: python bench/bench_estimate.py [PROJECT_DIR ...]
+A bare project directory (bench/byhand/<name>/, kept without its home) is copied into a
+scratch home with --config, by default the by-hand runs' configuration.
+
+Run: python bench/bench_estimate.py [--no-fake] [--config FILE] [PROJECT_DIR ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -105,15 +109,44 @@ def fake_pipeline() -> list[tuple[int, int, float]]:
     return results
 
 
-def project_at(directory: Path) -> tuple[Project, Settings]:
+# The configuration of the by-hand runs (../shared/tools/model-by-hand/README.md), for a
+# project directory kept without its home (bench/byhand/<name>/): search on, 1,200 words.
+BY_HAND_CONFIG = {
+    "llm": {"model": "openai/by-hand", "api_base": "http://127.0.0.1:9/v1", "context_window": 128000},
+    "search": {"provider": "searxng", "endpoints": {"searxng": "http://127.0.0.1:9"}},
+    "fetch": {"allow_private_hosts": True},
+    "article": {"target_words": 1200, "audience": "working Rust programmers"},
+}
+
+
+def project_at(directory: Path, scratch: Path, config: Path | None) -> tuple[Project, Settings]:
+    """The project in a directory: inside its home (<home>/workspaces/<ws>/projects/<id>,
+    the home's configuration), or a bare project directory (bench/byhand/<name>/), copied
+    into a scratch home with `config` (default: the by-hand runs' configuration)."""
     directory = directory.resolve()
-    home = directory.parents[3]  # <home>/workspaces/<ws>/projects/<id>
+    if directory.parent.name == "projects" and (directory.parents[3] / "workspaces").is_dir():
+        home = directory.parents[3]
+        workspace = directory.parents[1].name
+    else:
+        home = scratch / directory.name
+        shutil.copytree(directory, home / "workspaces" / "default" / "projects" / directory.name)
+        (home / "configs").mkdir()
+        text = config.read_text(encoding="utf-8") if config else yaml.safe_dump(BY_HAND_CONFIG)
+        (home / "configs" / "pensieve.yaml").write_text(text, encoding="utf-8")
+        workspace = "default"
     env = {**os.environ, "PENSIEVE_HOME": str(home), "PENSIEVE_CONFIG": ""}
-    return Project(Workspace(home, directory.parents[1].name), directory.name), load_settings(home, env)
+    return Project(Workspace(home, workspace), directory.name), load_settings(home, env)
 
 
-def given_projects(directories: list[Path]) -> list[tuple[int, int, float]]:
-    found = [project_at(d) for d in directories]
+def given_projects(directories: list[Path], config: Path | None) -> list[tuple[int, int, float]]:
+    scratch = Path(tempfile.mkdtemp(prefix="pensieve-bench-estimate-given-"))
+    try:
+        return _compare_given([project_at(d, scratch, config) for d in directories])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _compare_given(found: list[tuple[Project, Settings]]) -> list[tuple[int, int, float]]:
     results = []
     for project, settings in found:
         status = load_status(project.status_path, keep_copy=False)
@@ -132,10 +165,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("projects", nargs="*", type=Path, help="project directories to compare with")
     parser.add_argument("--no-fake", action="store_true", help="skip the fake pipeline")
+    parser.add_argument(
+        "--config", type=Path, help="configuration for bare project directories (default: the by-hand runs')"
+    )
     args = parser.parse_args()
     results = [] if args.no_fake else fake_pipeline()
     if args.projects:
-        results += given_projects(args.projects)
+        results += given_projects(args.projects, args.config)
     print("\nsummary (target: >= 8 of 10 stages in range, high <= 3 x low):")
     for number, (hits, counted, widest) in enumerate(results, 1):
         print(f"  comparison {number}: {hits}/{counted} in range, widest {widest:.2f}x")
