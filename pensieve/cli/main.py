@@ -141,21 +141,11 @@ def run(
     def prepare() -> tuple[Project, Settings, RunOptions]:
         from pensieve.config import load_settings
         from pensieve.run.preflight import RunOptions
-        from pensieve.stages import STAGE_NAMES, get_stage
 
-        for name in (stage, until, from_stage):
-            if name is not None:
-                get_stage(name)
-        if stage and (until or from_stage):
-            raise UsageError("--stage runs one stage; it cannot be combined with --until or --from")
-        if until and from_stage and STAGE_NAMES.index(from_stage) > STAGE_NAMES.index(until):
-            raise UsageError(f"--from {from_stage} comes after --until {until}; nothing would run")
+        options = RunOptions(stage=stage, until=until, force=force, model=model, from_stage=from_stage)
         check_text(model, "--model")
-        if model is not None and not model.strip():
-            raise UsageError("--model is empty; give a litellm model string such as openai/gpt-4o-mini")
         settings = load_settings()
         project = workspace_of(workspace).existing_project(project_id)
-        options = RunOptions(stage=stage, until=until, force=force, model=model, from_stage=from_stage)
         return project, settings, options
 
     if dry_run:
@@ -288,7 +278,7 @@ def status(
         print_json(status_json(project, doc))
         return
     from pensieve.project.listing import effective_status
-    from pensieve.stages import Artifact
+    from pensieve.stages import ARTICLE_VERSIONS
 
     table = Table(box=None, pad_edge=False)
     for column in ("stage", "status", "started", "duration", "calls", "prompt tok", "compl tok", "cost", "error"):
@@ -321,7 +311,7 @@ def status(
     )
     if doc.check is not None:
         files = doc.check.files
-        latest = next((files[n] for n in (Artifact.FINAL, Artifact.DRAFT_V2, Artifact.DRAFT_V1) if n in files), None)
+        latest = next((files[n] for n in reversed(ARTICLE_VERSIONS) if n in files), None)
         share = latest.cited_paragraph_share if latest else None
         shown = f", {share:.0%} of paragraphs cite a source" if share is not None else ""
         out.print(
@@ -427,10 +417,11 @@ def repair(
 
     def action() -> str:
         from pensieve.project.status import rebuild_status
+        from pensieve.project.workspace import BRIEF_FILE
 
         ws = workspace_of(workspace)
         project = ws.project(project_id)
-        if not (project.dir / "brief.md").is_file() and not project.dir.is_symlink():
+        if not (project.dir / BRIEF_FILE).is_file() and not project.dir.is_symlink():
             raise UsageError(f"unknown project {project_id!r} in workspace {ws.name!r}")
         project.refuse_links()
         with project.run_lock():

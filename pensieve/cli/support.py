@@ -78,7 +78,7 @@ def silence(stream: TextIO) -> None:
 def workspace_of(name: str) -> Workspace:
     """The workspace a command works in. Every command comes here first, so this is where
     the configuration is checked (cheaply) for the commands that do not load it whole."""
-    from pensieve.config_files import checked_workspace
+    from pensieve.cli.config_check import checked_workspace
 
     return checked_workspace(name)
 

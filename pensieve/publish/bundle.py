@@ -38,8 +38,8 @@ from pensieve.project.workspace import (
     special_file_kind,
 )
 from pensieve.publish.document import EVIDENCE_FILE, Article
-from pensieve.publish.export import check_replaceable
 from pensieve.publish.html import html_page
+from pensieve.publish.output import check_replaceable
 from pensieve.publish.render import bundle_source_path
 
 MANIFEST = "manifest.json"

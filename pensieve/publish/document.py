@@ -26,14 +26,14 @@ from pensieve.citations.text import (
     split_references,
 )
 from pensieve.errors import CorruptState, UsageError
-from pensieve.evidence.store import EVIDENCE_FILE, load_evidence, text_sha256, well_formed
+from pensieve.evidence.store import EVIDENCE_FILE, VERDICTS, load_evidence, text_sha256, well_formed
 from pensieve.front_matter import FrontMatterError, parse_front_matter
 from pensieve.project.source_archive import ArchivedSource, SourceArchive, normalize_url
-from pensieve.project.workspace import check_name
+from pensieve.project.workspace import BRIEF_FILE, check_name
 from pensieve.publish.references import ReferenceParts, clean_text, reference_parts
+from pensieve.stages import FINAL_ARTICLE
 
-DEFAULT_ARTIFACT = "final.md"
-VERDICTS = ("supported", "weak", "unsupported")
+DEFAULT_ARTIFACT: str = FINAL_ARTICLE.value
 
 # Placeholders for citations inside the markdown handed to the parser: private-use
 # characters (removed from the artifact first, so content cannot forge one).
@@ -288,7 +288,7 @@ def _plain_title(heading: str) -> str:
 
 def _brief_title(project_dir: Path) -> str:
     try:
-        brief = (project_dir / "brief.md").read_text(encoding="utf-8", errors="replace")
+        brief = (project_dir / BRIEF_FILE).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ""
     line = next((line for line in brief.splitlines() if line.strip()), "")

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from pensieve.errors import UsageError
+from pensieve.errors import ErrorKind, UsageError
 from pensieve.studio import projects as data
 from pensieve.studio.projects import BadRequest, Conflict
 from pensieve.studio.runs import tail_events
@@ -116,7 +116,7 @@ async def create_project(request: Request) -> Response:
     try:
         created = await asyncio.to_thread(make)
     except UsageError as exc:
-        if "already exists" in str(exc):
+        if exc.kind is ErrorKind.CONFLICT:
             raise Conflict(str(exc)) from None
         raise BadRequest(str(exc)) from None
     if body.get("start") is True:

@@ -20,8 +20,9 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from pensieve.errors import PensieveError, ProjectBusy, UsageError
+from pensieve.errors import ErrorKind, PensieveError, ProjectBusy, UsageError
 from pensieve.project.workspace import Project, Workspace
+from pensieve.stages import ARTICLE_VERSIONS, FINAL_ARTICLE
 from pensieve.studio import api
 from pensieve.studio import projects as data
 from pensieve.studio.projects import BadRequest, Conflict, NotFound
@@ -215,9 +216,10 @@ async def file_page(request: Request) -> Response:
 async def read_page(request: Request) -> Response:
     studio = api.studio_of(request)
     project = studio.project(request.path_params["id"])
-    name = request.query_params.get("file", "final.md")
-    if name not in ("final.md", "draft_v2.md", "draft_v1.md"):
-        raise BadRequest("the Read page shows final.md, draft_v2.md or draft_v1.md")
+    name = request.query_params.get("file", FINAL_ARTICLE.value)
+    if name not in ARTICLE_VERSIONS:
+        *others, last = (a.value for a in reversed(ARTICLE_VERSIONS))
+        raise BadRequest(f"the Read page shows {', '.join(others)} or {last}")
     article, references = await asyncio.to_thread(_render_article, project, name)
     return page(
         request, "read.html", project=project, article=article, references=references, name=name, title=article.title
@@ -248,9 +250,9 @@ async def export_download(request: Request) -> Response:
         raise BadRequest(f"unknown format {fmt!r}; one of: {', '.join(FORMATS)}, bundle")
 
     def make() -> bytes:
-        data.read_artifact(project, "final.md")
+        data.read_artifact(project, FINAL_ARTICLE)
         try:
-            article = load_article(project.dir, "final.md")
+            article = load_article(project.dir, FINAL_ARTICLE)
             if fmt == "bundle":  # as `pensieve export --bundle --output X.zip`, in memory
                 from pensieve.publish.bundle import bundle_files, zip_bytes
 
@@ -351,6 +353,10 @@ async def root_redirect(request: Request) -> Response:
 
 
 # -- errors ------------------------------------------------------------------------------------
+# What each kind of refusal answers (pensieve.errors.ErrorKind), whatever its words.
+HTTP_STATUS = {ErrorKind.BAD_INPUT: 400, ErrorKind.NOT_FOUND: 404, ErrorKind.CONFLICT: 409}
+
+
 def _error(request: Request, status: int, message: str, extra: dict[str, Any] | None = None) -> Response:
     if request.url.path.startswith("/api/") or "html" not in request.headers.get("accept", ""):
         return JSONResponse({"error": message, **(extra or {})}, status_code=status)
@@ -360,11 +366,11 @@ def _error(request: Request, status: int, message: str, extra: dict[str, Any] | 
 async def on_error(request: Request, exc: Exception) -> Response:
     if isinstance(exc, Conflict):
         return _error(request, 409, str(exc), exc.extra)
-    if isinstance(exc, ProjectBusy):
-        return _error(request, 409, str(exc))
+    if isinstance(exc, UsageError | ProjectBusy):
+        return _error(request, HTTP_STATUS[exc.kind], str(exc))
     if isinstance(exc, NotFound):
         return _error(request, 404, str(exc))
-    if isinstance(exc, BadRequest | UsageError):
+    if isinstance(exc, BadRequest):
         return _error(request, 400, str(exc))
     if isinstance(exc, BodyTooLarge):
         return _error(request, 413, "request body over the size limit")
