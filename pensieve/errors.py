@@ -36,6 +36,16 @@ def has_lone_surrogate(text: str) -> bool:
     return False
 
 
+def shown_name(name: str, limit: int = 60) -> str:
+    """A file name someone gave, quoted for one line of an error: control characters escaped
+    (repr: a newline in a name never splits the line), and cut when it is longer than anyone
+    needs to recognise it."""
+    if name.isprintable() and len(name) <= limit:
+        return name  # an ordinary name reads best as it is
+    text = repr(name)
+    return text if len(text) <= limit else f"{text[: limit - 5]}...{text[0]} ({len(name)} characters)"
+
+
 class ErrorKind(StrEnum):
     """What sort of refusal an error is, for callers that answer other than with an exit code
     (the studio maps it to 400, 404 or 409) instead of sorting messages by their words."""

@@ -456,7 +456,9 @@ def run_check(
         order = order[: order.index(upto) + 1]
     for name in order:
         if name in texts:
-            share = min_share if name != Artifact.RESEARCH_NOTES else 0.0
+            # The share bar applies when the run could cite: with no archived source the
+            # drafter was told not to cite, and an unsourced article is not a failed one.
+            share = min_share if name != Artifact.RESEARCH_NOTES and sources else 0.0
             check_text(name, texts[name], sources, share, report, style)
     if Artifact.FACT_CHECK in texts and (upto is None or comes_after(upto, CLAIMS_TABLE)):
         unsupported = check_fact_table(texts[Artifact.FACT_CHECK], sources, report)

@@ -124,6 +124,23 @@ class Article:
     def project_id(self) -> str:
         return self.project_dir.name
 
+    @property
+    def unsourced(self) -> bool:
+        """Written without web sources: nothing cited, and no page archived that could be.
+        Exports say so instead of "0 sources" and an evidence check of nothing."""
+        if self.references or self.citations:
+            return False
+        from pensieve.project.source_archive import SourceArchive
+
+        return not SourceArchive(self.project_dir).entries()
+
+    def sources_note(self) -> str:
+        """The sources line of an export: "3 sources", or "written without web sources"."""
+        if self.unsourced:
+            return "written without web sources"
+        count = len(self.references)
+        return f"{count} source{'s' if count != 1 else ''}"
+
     def reference(self, source_id: str) -> Reference | None:
         return next((r for r in self.references if r.source_id == source_id), None)
 

@@ -107,12 +107,20 @@ def preflight(project: Project, settings: Settings, options: RunOptions, environ
     return selected
 
 
-def check_models(models: set[str | None], settings: Settings, *, also: str = "") -> None:
+def check_models(
+    models: set[str | None],
+    settings: Settings,
+    *,
+    also: str = "",
+    config: str = "configs/pensieve.yaml",
+    choose: str = "pass --model",
+) -> None:
     """Refuse a run with a stage that has no model, or a model whose provider key is missing
-    (`also` names one more way to give a model, e.g. a batch item's own)."""
+    (`also` names one more way to give a model, e.g. a batch item's own; `config` and
+    `choose` say where to set one in the caller's terms, e.g. the studio's form)."""
     if None in models:
         raise UsageError(
-            "no model configured: set llm.model in configs/pensieve.yaml, or PENSIEVE_MODEL, or pass --model"
+            f"no model configured: set llm.model in {config}, or PENSIEVE_MODEL, or {choose}"
             f"{also} (e.g. openai/gpt-4o-mini, or ollama_chat/llama3.1 for a local model through Ollama)"
         )
     for model in sorted(m for m in models if m):

@@ -27,7 +27,7 @@ from pensieve.studio import api
 from pensieve.studio import projects as data
 from pensieve.studio.projects import BadRequest, Conflict, NotFound
 from pensieve.studio.render import render_markdown
-from pensieve.studio.runs import RunManager, count_lines
+from pensieve.studio.runs import RunManager, count_lines, last_run_error
 from pensieve.studio.security import SANDBOX_CSP, BodyTooLarge, Guard
 
 HERE = Path(__file__).parent
@@ -60,6 +60,29 @@ class Studio:
             found += [a.model for a in settings.agents.values() if a.model and a.model not in found]
             self._models = [m for m in found if m]
         return self._models
+
+    def preflight(self, model: str | None) -> None:
+        """What `pensieve run` would refuse (no model, a missing key), checked before the
+        form creates anything, and said in the studio's terms: the configuration file and
+        key, or the form's Model field. BadRequest names the fix."""
+        from pensieve.config import load_settings
+        from pensieve.config_files import config_path, pensieve_home
+        from pensieve.run.preflight import check_models
+        from pensieve.stages import STAGE_NAMES
+
+        try:
+            settings = load_settings()
+            home = pensieve_home()
+            where = config_path(home)
+            config = str(where) if where is not None else f"{home / 'configs' / 'pensieve.yaml'} (create it)"
+            check_models(
+                {model or settings.model_for(name) for name in STAGE_NAMES},
+                settings,
+                config=config,
+                choose="choose a model in the Model field when one is configured",
+            )
+        except PensieveError as exc:
+            raise BadRequest(str(exc)) from None
 
     def checked_model(self, value: object) -> str | None:
         if value is None or value == "":
@@ -122,6 +145,18 @@ def page(request: Request, template: str, status_code: int = 200, **context: Any
     return TEMPLATES.TemplateResponse(request, template, context, status_code=status_code)
 
 
+def project_estimate(project: Project) -> dict[str, Any] | None:
+    """The estimate `pensieve estimate` prints (as its JSON, without the prompts), shown on
+    the project page before a run; None when the configuration cannot be read."""
+    from pensieve.config import load_settings
+    from pensieve.estimate import estimate_project
+
+    try:
+        return estimate_project(project, load_settings()).to_json()
+    except PensieveError:
+        return None
+
+
 # -- pages -------------------------------------------------------------------------------------
 async def projects_page(request: Request) -> Response:
     rows = await asyncio.to_thread(data.list_detail, api.studio_of(request).workspace)
@@ -138,15 +173,22 @@ async def project_page(request: Request) -> Response:
     studio = api.studio_of(request)
     project = studio.project(request.path_params["id"])
     v = await asyncio.to_thread(data.view, project)
+    running = studio.runs.running_pid(project)
+    run_error = None if running is not None else await asyncio.to_thread(last_run_error, project)
+    estimate = None
+    if running is None and v.status.status != "complete":
+        estimate = await asyncio.to_thread(project_estimate, project)
     return page(
         request,
         "project.html",
         project=project,
         view=v,
+        run_error=run_error if run_error != v.status.error else None,
+        estimate=estimate,
         brief=project.read_brief(),
         stages=data.stage_titles(),
         models=studio.models(),
-        running_pid=studio.runs.running_pid(project),
+        running_pid=running,
         events=studio.event_count(project),
         title=f"{project.id} - Pensieve studio",
     )

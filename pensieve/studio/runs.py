@@ -176,12 +176,22 @@ def _not_a_run_of(pid: int, project_id: str) -> str | None:
     return f"process {pid} holding {project_id} is not `pensieve run {project_id}`; not signalled"
 
 
+def last_run_error(project: Project) -> str | None:
+    """Why the last run the studio started failed or was refused, from its output
+    (scratch/studio-run.log): kept across reloads until the next run replaces the log."""
+    line = _last_line(project.scratch_dir / RUN_LOG)
+    for prefix in ("error: ", "failed: "):
+        if line.startswith(prefix):
+            return line.removeprefix(prefix)
+    return None
+
+
 def _last_line(path: Path) -> str:
     try:
         lines = [line.strip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines()]
     except OSError:
         return ""
-    errors = [line for line in lines if line.startswith("error:")]
+    errors = [line for line in lines if line.startswith(("error:", "failed:"))]
     return (errors or [line for line in lines if line] or [""])[-1][:500]
 
 
