@@ -5,6 +5,7 @@ first-visit redirect; malformed archives and bodies; the token's form."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from pathlib import Path
@@ -13,9 +14,8 @@ import pytest
 
 from pensieve.stages import STAGES
 from tests.conftest import Home
-from tests.publish_fixtures import DRAFT, HOSTILE_BODY
+from tests.publish_fixtures import DRAFT, HOSTILE_BODY, write_final
 from tests.publish_fixtures import write_evidence as publish_evidence
-from tests.publish_fixtures import write_final
 from tests.studio_support import HOSTILE, client, make_project, workspace
 
 TABLE = """
@@ -30,7 +30,7 @@ TABLE = """
 RICH = (
     DRAFT
     + TABLE
-    + "\nSee [the paper](https://arxiv.org/abs/1603.09320 \"HNSW\"), <https://example.org/auto>, "
+    + '\nSee [the paper](https://arxiv.org/abs/1603.09320 "HNSW"), <https://example.org/auto>, '
     + "[below](#trade-offs) and [ref][faiss].\n\n[faiss]: https://faiss.ai/\n\n"
     + "Inline `code <b>` and a mail link <mailto:someone@example.org>.\n"
     + HOSTILE_BODY
@@ -39,7 +39,8 @@ RICH = (
     + "\n"
 )
 
-TOPIC = """---
+TOPIC = (
+    """---
 title: Vector indexes <script>window.__pwned=7</script>
 summary: What HNSW and IVF trade
 tags: [ann, indexes]
@@ -50,7 +51,9 @@ HNSW builds a layered graph ([Vector indexes explained](https://www.example.org/
 ## Sources
 - [S1] [Vector indexes explained](https://www.example.org/vector-indexes)
 - [evil](javascript:window.__pwned=8)
-""" + TABLE
+"""
+    + TABLE
+)
 
 
 def _inert(text: str, where: str) -> None:
@@ -97,3 +100,102 @@ def test_every_page_renders_links_code_tables_and_keeps_hostile_markup_inert(ric
     assert c.get("/api/projects/rich/files/outline.md").json()["text"].endswith(HOSTILE + "\n")
     assert re.search(r"S4", c.get("/projects/rich/sources").text)
     assert json.loads(c.get("/api/topics").text)["topics"][0]["slug"] == "vector-indexes"
+
+
+# -- 2. live feeds: bounded memory per feed, off the event loop, capped per project ----------
+def _big_log(path: Path, megabytes: int) -> int:
+    line = json.dumps({"kind": "note", "message": "x" * 200}) + "\n"
+    count = megabytes * (1 << 20) // len(line)
+    with path.open("w") as handle:
+        for _ in range(count // 1000):
+            handle.write(line * 1000)
+    return count // 1000 * 1000
+
+
+def test_a_feed_on_a_long_log_holds_a_chunk_not_the_log(tmp_path: Path) -> None:
+    import asyncio
+    import tracemalloc
+
+    from pensieve.studio.runs import tail_events
+
+    log = tmp_path / "events.jsonl"
+    lines = _big_log(log, 24)
+
+    async def first(since: int | None, wanted: int) -> tuple[int, str]:
+        got = None
+        async for number, line in tail_events(log, since, poll_s=0.01):
+            if number == wanted:
+                got = (number, line)
+                break
+        assert got is not None
+        return got
+
+    async def live() -> tuple[int, str]:
+        task = asyncio.ensure_future(first(None, lines))
+        await asyncio.sleep(0.5)
+        with log.open("a") as handle:
+            handle.write('{"kind": "note", "message": "new"}\n')
+        return await asyncio.wait_for(task, 30)
+
+    for run, expected in ((live, (lines, '{"kind": "note", "message": "new"}')), (None, None)):
+        tracemalloc.start()
+        try:
+            if run is not None:
+                assert asyncio.run(run()) == expected
+            else:  # a replay from line 0 reads the whole log, a chunk at a time
+                number, _ = asyncio.run(first(0, lines - 1))
+                assert number == lines - 1
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 6 * (1 << 20), f"a feed of a 24 MB log peaked at {peak / (1 << 20):.1f} MB"
+
+
+def test_a_line_longer_than_the_limit_is_counted_and_skipped(tmp_path: Path) -> None:
+    import asyncio
+
+    from pensieve.studio.runs import MAX_EVENT_LINE, tail_events
+
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b'{"n": 0}\n' + b"y" * (3 * MAX_EVENT_LINE) + b'\n{"n": 2}\n')
+
+    async def read() -> list[tuple[int, str]]:
+        seen = []
+        async for item in tail_events(log, 0, poll_s=0.01):
+            seen.append(item)
+            if item[0] == 2:
+                break
+        return seen
+
+    assert asyncio.run(asyncio.wait_for(read(), 30)) == [(0, '{"n": 0}'), (2, '{"n": 2}')]
+
+
+def test_live_feeds_are_capped_per_project_and_give_their_place_back(home: Home) -> None:
+    import httpx
+
+    from pensieve.studio.runs import MAX_FEEDS_PER_PROJECT
+    from tests.studio_support import TOKEN, real_server, wait_for
+
+    make_project("p1", upto="outliner")
+    make_project("p2", upto="outliner")
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with real_server() as base, httpx.Client(timeout=30, headers=auth) as http:
+        feeds = [contextlib.ExitStack() for _ in range(MAX_FEEDS_PER_PROJECT)]
+        for stack in feeds:
+            assert stack.enter_context(http.stream("GET", base + "/api/projects/p1/events")).status_code == 200
+        refused = http.get(base + "/api/projects/p1/events")
+        assert refused.status_code == 429
+        assert refused.json()["error"].startswith(f"project p1 already has {MAX_FEEDS_PER_PROJECT} live feeds open")
+        # Another project, and every other request, are still served.
+        with http.stream("GET", base + "/api/projects/p2/events") as other:
+            assert other.status_code == 200
+        assert http.get(base + "/api/projects").status_code == 200
+        feeds.pop().close()
+
+        def accepted() -> bool:
+            with http.stream("GET", base + "/api/projects/p1/events") as again:
+                return again.status_code == 200
+
+        wait_for(accepted, 10, "a closed feed's place given back")
+        for stack in feeds:
+            stack.close()

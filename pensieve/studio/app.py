@@ -26,7 +26,7 @@ from pensieve.studio import api
 from pensieve.studio import projects as data
 from pensieve.studio.projects import BadRequest, Conflict, NotFound
 from pensieve.studio.render import render_markdown
-from pensieve.studio.runs import RunManager, count_lines
+from pensieve.studio.runs import FeedCounter, RunManager, TooManyFeeds, count_lines
 from pensieve.studio.security import SANDBOX_CSP, BodyTooLarge, Guard
 
 HERE = Path(__file__).parent
@@ -37,6 +37,7 @@ LOG = logging.getLogger("pensieve.studio")
 class Studio:
     workspace: Workspace
     runs: RunManager
+    feeds: FeedCounter = field(default_factory=FeedCounter)
     _models: list[str] | None = field(default=None)
 
     def project(self, project_id: str) -> Project:
@@ -146,7 +147,7 @@ async def project_page(request: Request) -> Response:
         stages=data.stage_titles(),
         models=studio.models(),
         running_pid=studio.runs.running_pid(project),
-        events=studio.event_count(project),
+        events=await asyncio.to_thread(studio.event_count, project),
         title=f"{project.id} - Pensieve studio",
     )
 
@@ -324,6 +325,8 @@ async def on_error(request: Request, exc: Exception) -> Response:
         return _error(request, 404, str(exc))
     if isinstance(exc, BadRequest | UsageError):
         return _error(request, 400, str(exc))
+    if isinstance(exc, TooManyFeeds):
+        return _error(request, 429, str(exc))
     if isinstance(exc, BodyTooLarge):
         return _error(request, 413, "request body over the size limit")
     if isinstance(exc, HTTPException):
@@ -384,7 +387,17 @@ def create_app(
         Mount("/static", StaticFiles(directory=str(HERE / "static"), follow_symlink=False), name="static"),
     ]
     handlers: dict[Any, Any] = {
-        cls: on_error for cls in (Conflict, ProjectBusy, NotFound, BadRequest, UsageError, BodyTooLarge, HTTPException)
+        cls: on_error
+        for cls in (
+            Conflict,
+            ProjectBusy,
+            NotFound,
+            BadRequest,
+            UsageError,
+            BodyTooLarge,
+            TooManyFeeds,
+            HTTPException,
+        )
     }
     handlers[Exception] = internal_error_handler(token)
     app = Starlette(routes=routes, exception_handlers=handlers)
