@@ -199,3 +199,75 @@ def test_live_feeds_are_capped_per_project_and_give_their_place_back(home: Home)
         wait_for(accepted, 10, "a closed feed's place given back")
         for stack in feeds:
             stack.close()
+
+
+# -- 3. the run lock decides whether a project runs: never a pid left in the file -------------
+def test_a_stale_pid_in_the_lock_neither_shows_a_run_nor_refuses_edits(home: Home) -> None:
+    import fcntl
+    import os
+    import subprocess
+    import sys
+
+    from pensieve.project.listing import lock_holder
+
+    project_dir = make_project("copied", upto="outliner")
+    project = workspace().project("copied")
+    # A live process's pid (this one's) in a lock that nobody holds: a copied project, or a
+    # killed run whose pid was reused.
+    (project_dir / ".run.lock").write_text(f"{os.getpid()}\n")
+    assert lock_holder(project) is None
+    c = client()
+    assert c.get("/api/projects/copied/view").json()["running_pid"] is None
+    assert "running under process" not in c.get("/projects/copied").text
+    current = c.get("/api/projects/copied/files/outline.md").json()
+    saved = c.put("/api/projects/copied/files/outline.md", json={"text": "# New\n", "base_sha256": current["sha256"]})
+    assert saved.status_code == 200, saved.text
+    assert json.loads(home.run("list", "--json").stdout)[0]["status"] == "paused"
+    # A process that holds the lock is a run, everywhere alike.
+    holds = (
+        "import fcntl, os, sys, time; f = open(sys.argv[1], 'w'); fcntl.flock(f, fcntl.LOCK_EX); "
+        "f.write(str(os.getpid())); f.flush(); time.sleep(60)"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", holds, str(project_dir / ".run.lock")])
+    try:
+        from tests.studio_support import wait_for
+
+        wait_for(lambda: lock_holder(project) == holder.pid, 30, "the holder's lock")
+        assert c.get("/api/projects/copied/view").json()["running_pid"] == holder.pid
+        refused = c.put("/api/projects/copied/files/outline.md", json={"text": "x", "base_sha256": ""})
+        assert refused.status_code == 409
+    finally:
+        holder.kill()
+        holder.wait()
+    assert lock_holder(project) is None  # the kernel dropped the lock with its holder
+    with (project_dir / ".run.lock").open("w") as lock:  # asking leaves the lock with its holder
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        lock.write(f"{os.getpid()}\n")
+        lock.flush()
+        assert lock_holder(project) == os.getpid() and lock_holder(project) == os.getpid()
+
+
+def test_a_run_started_while_the_studio_saves_waits_for_the_save(home: Home) -> None:
+    import os
+    import threading
+
+    from pensieve.project.listing import lock_holder
+    from tests.studio_support import wait_for
+
+    make_project("done")  # every stage complete: the run finds nothing to do and ends at once
+    project = workspace().project("done")
+    saving, release = threading.Event(), threading.Event()
+
+    def save() -> None:  # what the studio's save does: the run lock, held for the write
+        with project.run_lock():
+            saving.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=save, daemon=True)
+    thread.start()
+    wait_for(lambda: lock_holder(project) == os.getpid(), 10, "the save's lock")
+    threading.Timer(0.4, release.set).start()
+    response = client().post("/api/projects/done/run", json={})
+    thread.join(10)
+    assert response.status_code == 202, response.text
+    assert "already running" not in response.text

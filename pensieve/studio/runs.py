@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pensieve.project.listing import lock_holder
-from pensieve.project.workspace import Project, open_nofollow
+from pensieve.project.workspace import RUN_LOCK_WAIT_S, Project, open_nofollow
 from pensieve.stages import STAGE_NAMES
 from pensieve.studio.projects import BadRequest, Conflict
 
@@ -79,6 +79,11 @@ class RunManager:
             raise BadRequest(f"from {from_stage} comes after until {until}; nothing would run")
         if model:
             args += ["--model", model]
+        # The studio itself holds the lock for an instant while it saves an edit: the run
+        # waits for the save rather than being refused as "already running".
+        deadline = time.monotonic() + RUN_LOCK_WAIT_S
+        while lock_holder(project) == os.getpid() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
         with self._lock:
             holder = self.running_pid(project)
             if holder is not None:
