@@ -271,3 +271,138 @@ def test_a_run_started_while_the_studio_saves_waits_for_the_save(home: Home) -> 
     thread.join(10)
     assert response.status_code == 202, response.text
     assert "already running" not in response.text
+
+
+# -- 4. cookies of other localhost apps never hide the studio's own --------------------------
+@pytest.mark.parametrize(
+    "others",
+    ['session={"user": 1}', 'a="b', "theme=dark mode", "x=1; y", "=; ;;", 'q="a\\"b"; z=\x01'],
+)
+def test_other_apps_cookies_do_not_lock_the_browser_out(home: Home, others: str) -> None:
+    from tests.studio_support import PORT, TOKEN
+
+    make_project("p1", upto="outliner")
+    anonymous = client(None)
+    name = f"pensieve_studio_{PORT}"
+    for header in (f"{others}; {name}={TOKEN}", f"{name}={TOKEN}; {others}"):
+        response = anonymous.get("/api/projects", headers={"cookie": header})
+        assert response.status_code == 200, header
+    assert anonymous.get("/api/projects", headers={"cookie": f"{others}; {name}=wrong"}).status_code == 401
+    assert anonymous.get("/api/projects", headers={"cookie": f"{name}x={TOKEN}"}).status_code == 401
+
+
+# -- low: the first-visit redirect stays on the studio; a CRLF cannot split its header --------
+def _raw_get(port: int, target: str) -> str:
+    """The head of the answer to `GET target` sent byte for byte (no client tidies the path)."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer.decode("latin-1").split("\r\n\r\n", 1)[0]
+
+
+def test_the_first_visit_redirect_never_leaves_the_studio(home: Home) -> None:
+    from tests.studio_support import TOKEN, real_server
+
+    with real_server() as base:
+        port = int(base.rsplit(":", 1)[1])
+        for path, expected in (
+            ("//evil.example/", "/evil.example/"),
+            ("/\\evil.example/", "/evil.example/"),
+            ("///evil.example/x", "/evil.example/x"),
+            ("/%2f%2fevil.example/", "/evil.example/"),
+            ("/projects/p1", "/projects/p1"),
+            ("/x%0d%0aSet-Cookie:%20evil=1", "/x%0D%0ASet-Cookie:%20evil=1"),
+        ):
+            head = _raw_get(port, f"{path}?token={TOKEN}&keep=1")
+            assert head.startswith("HTTP/1.1 303"), (path, head)
+            lines = head.split("\r\n")
+            assert f"location: {expected}?keep=1" in lines, (path, head)
+            assert not any(line.lower().startswith("set-cookie: evil") for line in lines), head
+
+
+# -- low: a hand-edited sources index and deeply nested JSON bodies --------------------------
+def test_a_damaged_sources_index_never_breaks_the_sources_pages(home: Home) -> None:
+    from tests.studio_support import add_source
+
+    project = make_project("damaged", upto="researcher")
+    add_source(project, "S1", "Fine", "https://example.org/a", "Text.", b"<p>x</p>")
+    add_source(project, "S2", "Also fine", "https://example.org/b", "Text.", b"<p>y</p>")
+    index = project / "sources" / "index.json"
+    data = json.loads(index.read_text())
+    data["sources"][0].update(title=["a", "list"], fetched_at=1700000000, size="big", content_type=None)
+    data["sources"][1].update(title={"x": 1}, url=7, final_url=[1], fetched_at=None)
+    index.write_text(json.dumps(data))
+    c = client()
+    for path in ("/projects/damaged/sources", "/projects/damaged/sources/S1", "/api/projects/damaged/sources"):
+        assert c.get(path, headers={"accept": "text/html"}).status_code == 200, path
+    assert c.get("/api/projects/damaged/sources").json()[0]["fetched_at"] == "1700000000"
+
+
+def test_a_deeply_nested_json_body_is_a_400(home: Home) -> None:
+    make_project("p1", upto="outliner")
+    deep = "[" * 300_000 + "]" * 300_000
+    c = client()
+    for method, path in (("POST", "/api/projects"), ("PUT", "/api/projects/p1/files/outline.md")):
+        response = c.request(method, path, content=deep, headers={"content-type": "application/json"})
+        assert response.status_code == 400, (path, response.text)
+        assert response.json() == {"error": "the body is JSON nested too deeply; send a flat object"}
+
+
+# -- low: the brief's limit is the CLI's --------------------------------------------------------
+def test_a_brief_over_the_cli_limit_is_refused_by_put(home: Home) -> None:
+    project = make_project("p1", upto="outliner")
+    before = (project / "brief.md").read_text()
+    current = client().get("/api/projects/p1/files/brief.md").json()
+    response = client().put(
+        "/api/projects/p1/files/brief.md", json={"text": "x" * 500_000, "base_sha256": current["sha256"]}
+    )
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("the brief is 500,000 bytes; the limit is 100,000")
+    assert (project / "brief.md").read_text() == before
+    ok = client().put("/api/projects/p1/files/brief.md", json={"text": "y" * 99_000, "base_sha256": current["sha256"]})
+    assert ok.status_code == 200
+
+
+# -- low: half-sent requests are closed after the header deadline ------------------------------
+def test_half_sent_requests_are_closed_after_the_header_deadline(home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+    import time
+
+    from pensieve.studio import server
+    from tests.studio_support import TOKEN, real_server
+
+    monkeypatch.setattr(server, "HEADER_TIMEOUT_S", 0.5)
+    with real_server() as base:
+        port = int(base.rsplit(":", 1)[1])
+        socks = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(50)]
+        for n, sock in enumerate(socks):
+            sock.sendall(b"GET /api/projects HTTP/1.1\r\nHost: 127.0.0.1\r\n" if n % 2 else b"GE")
+        started = time.monotonic()
+        for sock in socks:
+            assert sock.recv(100) == b""  # closed by the studio, before the 10 s socket timeout
+            sock.close()
+        assert time.monotonic() - started < 9
+        # A whole request on a kept-alive connection, then silence: closed as well.
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            auth = f"Authorization: Bearer {TOKEN}"
+            sock.sendall(f"GET /api/projects HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}\r\n\r\n".encode())
+            assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+            sock.sendall(b"GET /api/pro")
+            assert sock.recv(100) == b""
+
+
+# -- low: a token that cannot guard the studio is refused at start ------------------------------
+@pytest.mark.parametrize(
+    ("token", "said"),
+    [("x", "is 1 characters; use at least 16"), ("a;b=c" + "k" * 16, "';'"), ("jeton-secret-été-42", "'é'")],
+)
+def test_a_token_that_cannot_guard_the_studio_is_refused(home: Home, token: str, said: str) -> None:
+    home.monkeypatch.setenv("PENSIEVE_STUDIO_TOKEN", token)
+    result = home.run("studio", "--port", "0")
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: PENSIEVE_STUDIO_TOKEN") and said in lines[0], result.stderr

@@ -42,6 +42,8 @@ async def json_body(request: Request) -> dict[str, Any]:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         raise BadRequest("the body is not valid JSON") from None
+    except RecursionError:
+        raise BadRequest("the body is JSON nested too deeply; send a flat object") from None
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
     return body

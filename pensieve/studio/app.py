@@ -406,7 +406,13 @@ def create_app(
 
 
 def token_from_env() -> str | None:
-    from pensieve.studio.security import TOKEN_ENV
+    """PENSIEVE_STUDIO_TOKEN if set; a token that cannot guard the studio is refused (UsageError)."""
+    from pensieve.studio.security import TOKEN_ENV, token_problem
 
     value = os.environ.get(TOKEN_ENV, "").strip()
-    return value or None
+    if not value:
+        return None
+    problem = token_problem(value)
+    if problem is not None:
+        raise UsageError(problem)
+    return value
