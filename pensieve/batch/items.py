@@ -159,8 +159,9 @@ def _refuse_aliases(path: Path, text: str) -> None:
 
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
         if isinstance(event, yaml.AliasEvent):
+            line = event.start_mark.line + 1 if event.start_mark else 1
             raise UsageError(
-                f"{path}:{event.start_mark.line + 1 if event.start_mark else 1}: YAML alias *{event.anchor} in a batch file; "
+                f"{path}:{line}: YAML alias *{event.anchor} in a batch file; "
                 "write each value out (anchors and aliases are not accepted)"
             )
 
@@ -255,11 +256,10 @@ def _read_regular(path: Path) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise UsageError(f"cannot read batch file {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UsageError(f"{path}: not a regular file (a pipe, device or directory); give a YAML, CSV or JSONL file")
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UsageError(
-                f"{path}: not a regular file (a pipe, device or directory); give a YAML, CSV or JSONL file"
-            )
         try:
             return handle.read()
         except OSError as exc:
