@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from pensieve.config_files import _ENV_OVERRIDES, config_path
+from pensieve.config_files import ENV_OVERRIDES, config_path
 from pensieve.config_files import pensieve_home as pensieve_home  # re-exported: callers import it from here
 from pensieve.errors import UsageError, format_validation_error
 from pensieve.stages import BY_NAME, STAGE_NAMES
@@ -47,10 +47,12 @@ class LLMSettings(_Section):
     # (one refiner call on a small model ran 180 s into the timeout, then was retried).
     # 4096 tokens is ~3,000 words, more than a whole article. null: no cap.
     max_output_tokens: int | None = Field(default=4096, ge=1)
-    # Past this many characters of conversation, the oldest tool results are elided
-    # (about 4 characters a token: 240,000 is ~60k tokens). It is lowered further to fit the
-    # model's window (see context_window), so a small local model needs no change here.
-    max_context_chars: int = Field(default=240_000, ge=10_000)
+    # A ceiling on the conversation, in characters (a cost cap). Unset, the budget follows
+    # the model's window (context_window, or litellm's figure) less a share kept for the
+    # reply (max_output_tokens, at most half the window), at ~3.5 characters a token; with no
+    # window known, 240,000 characters (~70k tokens). Past the budget, tool results are
+    # elided by priority: source pages first, then other results; the stage's own inputs never.
+    max_context_chars: int | None = Field(default=None, ge=10_000)
     # The model's context window in tokens, for a model litellm does not know (a server of
     # one's own: llama-server's -c, vLLM's --max-model-len, Ollama's num_ctx, which Pensieve
     # then sets). Unset: litellm's figure where it has one, else max_context_chars alone.
@@ -75,6 +77,9 @@ class AgentSettings(_Section):
     model: str | None = None
     temperature: float | None = None
     max_rounds: int | None = Field(default=None, ge=1)
+    # The window of this stage's model, in tokens, when it is not the one llm.context_window
+    # describes (a stage on another model or server).
+    context_window: int | None = Field(default=None, ge=1_024)
     tools: ToolAccess | None = None
 
 
@@ -322,6 +327,10 @@ class CheckSettings(_Section):
     # `pensieve check` exits 1 when fewer cited sentences of the article are supported by
     # the passages of their sources (pensieve/evidence/); 0: report the share only.
     min_supported_share: float = Field(default=0.0, ge=0, le=1)
+    # A consistency report whose verdict is "needs attention" sends its findings to the
+    # polisher for one fix turn, then the checker runs again; what it still finds stays on
+    # the project as problems. false: the findings only become problems.
+    fix_findings: bool = True
 
 
 class EvidenceSettings(_Section):
@@ -365,11 +374,11 @@ class ContractsSettings(_Section):
 def default_tool_limits() -> dict[str, int]:
     """Each tool's own per-stage call cap (`@tool(default_limit=...)`), in catalog order.
 
-    Imported when settings are built, not when this module is: `pensieve list` and
+    Read from the light name table (`tool_matrix.BUILTIN_TOOLS`): `pensieve list` and
     `status` import config without paying for the tool modules (httpx, the web code)."""
-    from pensieve.tools import CATALOG
+    from pensieve.tool_matrix import DEFAULT_LIMITS
 
-    return {tool.name: tool.default_limit for tool in CATALOG}
+    return dict(DEFAULT_LIMITS)
 
 
 def _check_limit_key(name: str) -> str:
@@ -462,6 +471,16 @@ class Settings(_Section):
         row = BY_NAME.get(stage)
         return row.temperature if row and row.temperature is not None else self.llm.temperature
 
+    def context_window_for(self, stage: str) -> int | None:
+        """agents.<stage>.context_window; else llm.context_window when the stage runs the main
+        model (a stage on another model gets litellm's figure for that model, not this one)."""
+        agent = self.agents.get(stage)
+        if agent and agent.context_window:
+            return agent.context_window
+        if agent and agent.model and agent.model != self.llm.model:
+            return None
+        return self.llm.context_window
+
     def max_rounds_for(self, stage: str) -> int:
         agent = self.agents.get(stage)
         return agent.max_rounds if agent and agent.max_rounds else self.llm.max_rounds
@@ -493,25 +512,12 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return {key: ({} if value is None else value) for key, value in data.items()}
 
 
-class _SettingsForChecking(Settings):
-    """Settings without the tool catalog's limits: checking a config that has no `limits:`
-    section must not import every tool (httpx, the web code) into `pensieve list`."""
-
-    limits: dict[str, int] = Field(default_factory=dict)
-
-    @field_validator("limits")
-    @classmethod
-    def _known_tools(cls, value: dict[str, int]) -> dict[str, int]:
-        return value
-
-
 def validate_config(home: Path, env: dict[str, str]) -> None:
     """Validate the configuration as `load_settings` would (raises the same UsageError)
-    without building what only a run needs; `config_files.check_config` calls it."""
+    without building what only a run needs; `cli.config_check.check_config` calls it."""
     path = config_path(home, env)
-    # Tool names in `limits:` can only be checked against the catalog itself.
     data = _read_yaml(path) if path else {}
-    _build(Settings if "limits" in data else _SettingsForChecking, path, data, env, None)
+    _build(Settings, path, data, env, None)
 
 
 def load_settings(
@@ -542,7 +548,7 @@ def _build(
     except RecursionError:
         raise UsageError(f"{source}: nested too deeply; a config file is a few levels of sections") from None
     layered: dict[str, dict[str, Any]] = {}
-    for var, (section, key, _kind) in _ENV_OVERRIDES.items():
+    for var, (section, key, _kind) in ENV_OVERRIDES.items():
         if env.get(var):
             layered.setdefault(section, {})[key] = env[var]
     for section, values in (overrides or {}).items():

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pensieve.errors import UsageError
+from pensieve.errors import UsageError, shown_name
 from pensieve.hashing import sha256_of_bytes
 from pensieve.project.workspace import BRIEF_FILE, Project, Workspace, check_name, slugify
 
@@ -255,7 +255,7 @@ def _read_regular(path: Path) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
-        raise UsageError(f"cannot read batch file {path}: {exc.strerror}") from None
+        raise UsageError(f"cannot read batch file {shown_name(str(path))}: {exc.strerror}") from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise UsageError(f"{path}: not a regular file (a pipe, device or directory); give a YAML, CSV or JSONL file")

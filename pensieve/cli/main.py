@@ -18,6 +18,7 @@ from rich.text import Text
 
 from pensieve import __version__
 from pensieve.cli.batch import register as register_batch
+from pensieve.cli.estimate import estimate as estimate_command
 from pensieve.cli.evidence import evidence as evidence_command
 from pensieve.cli.evidence import print_check_evidence, share_problem
 from pensieve.cli.export import register as register_export
@@ -30,16 +31,18 @@ from pensieve.cli.support import (
     fail,
     guarded,
     out,
+    silence,
     storage_error,
     workspace_of,
 )
 from pensieve.cli.tools import tools_command
 from pensieve.cli.topics import topics_app
-from pensieve.errors import PensieveError, UsageError
+from pensieve.errors import PensieveError, UsageError, shown_name
 from pensieve.json_text import print_json
 
 if TYPE_CHECKING:  # the real imports sit inside the commands: `list` and `--help` load no pipeline
     from pensieve.citations.check import CheckReport
+    from pensieve.citations.summary import Problem
     from pensieve.config import Settings
     from pensieve.project.listing import ProjectRow
     from pensieve.project.source_archive import ArchivedSource
@@ -72,8 +75,8 @@ def _read_brief(brief: str | None, file: Path | None) -> str:
         try:
             data = file.read_bytes()
         except OSError as exc:
-            raise UsageError(f"cannot read brief file {file}: {exc.strerror}") from None
-        source = str(file)
+            raise UsageError(f"cannot read brief file {shown_name(str(file))}: {exc.strerror}") from None
+        source = shown_name(str(file))
     elif brief == "-":
         data = sys.stdin.buffer.read()
         source = "standard input"
@@ -122,32 +125,34 @@ def run(
     force: Annotated[bool, typer.Option("--force", help="Re-run stages even if complete.")] = False,
     model: Annotated[str | None, typer.Option("--model", help="Model for this run (any litellm model string).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Plain line log instead of the live table.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show a failed model call's whole error chain (for bug reports).")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan and the estimate; call no model, change nothing.")
+    ] = False,
 ) -> None:
     """Run the stages that are not complete, in order; resumes wherever the project stopped.
 
-    Examples: pensieve run btrees --until outliner; pensieve run btrees --stage drafter
+    Examples: pensieve run btrees --until outliner; pensieve run btrees --stage drafter;
+    pensieve run btrees --dry-run
     """
 
     def prepare() -> tuple[Project, Settings, RunOptions]:
         from pensieve.config import load_settings
         from pensieve.run.preflight import RunOptions
-        from pensieve.stages import STAGE_NAMES, get_stage
 
-        for name in (stage, until, from_stage):
-            if name is not None:
-                get_stage(name)
-        if stage and (until or from_stage):
-            raise UsageError("--stage runs one stage; it cannot be combined with --until or --from")
-        if until and from_stage and STAGE_NAMES.index(from_stage) > STAGE_NAMES.index(until):
-            raise UsageError(f"--from {from_stage} comes after --until {until}; nothing would run")
+        options = RunOptions(stage=stage, until=until, force=force, model=model, from_stage=from_stage)
         check_text(model, "--model")
-        if model is not None and not model.strip():
-            raise UsageError("--model is empty; give a litellm model string such as openai/gpt-4o-mini")
         settings = load_settings()
         project = workspace_of(workspace).existing_project(project_id)
-        options = RunOptions(stage=stage, until=until, force=force, model=model, from_stage=from_stage)
         return project, settings, options
 
+    if dry_run:
+        from pensieve.cli.estimate import dry_run as print_plan
+
+        project, settings, options = guarded(prepare)
+        raise typer.Exit(guarded(lambda: print_plan(project, settings, options)))
     _hear_stop_requests()
     try:
         project, settings, options = guarded(prepare)
@@ -159,7 +164,7 @@ def run(
 
         for warning in preflight_warnings(settings, options):
             err.print(warning, markup=False)
-        reporter = make_reporter(quiet)
+        reporter = make_reporter(quiet, verbose)
         with reporter:
             result = run_project(project, settings, options, reporter)
     except PensieveError as exc:
@@ -273,7 +278,7 @@ def status(
         print_json(status_json(project, doc))
         return
     from pensieve.project.listing import effective_status
-    from pensieve.stages import Artifact
+    from pensieve.stages import ARTICLE_VERSIONS
 
     table = Table(box=None, pad_edge=False)
     for column in ("stage", "status", "started", "duration", "calls", "prompt tok", "compl tok", "cost", "error"):
@@ -306,7 +311,7 @@ def status(
     )
     if doc.check is not None:
         files = doc.check.files
-        latest = next((files[n] for n in (Artifact.FINAL, Artifact.DRAFT_V2, Artifact.DRAFT_V1) if n in files), None)
+        latest = next((files[n] for n in reversed(ARTICLE_VERSIONS) if n in files), None)
         share = latest.cited_paragraph_share if latest else None
         shown = f", {share:.0%} of paragraphs cite a source" if share is not None else ""
         out.print(
@@ -350,16 +355,20 @@ def show(
 
         project = workspace_of(workspace).existing_project(project_id)
         check_text(file, "the file name")
+        name = shown_name(file)
         if file.startswith(("/", "~")) or ".." in PurePosixPath(file).parts or "\x00" in file:
-            raise UsageError(f"{file!r}: give a file name inside the project, e.g. final.md")
+            raise UsageError(f"{name}: give a file name inside the project, e.g. final.md")
         try:
             path = resolve_inside(project.dir, PurePosixPath(file))
         except Exception:
-            raise UsageError(f"{file!r} is outside the project") from None
-        if not path.is_file():
-            have = ", ".join(sorted(p.name for p in project.dir.glob("*.md")))
-            raise UsageError(f"{project.id} has no {file} yet; it has: {have}")
-        return path.read_text(encoding="utf-8", errors="replace")
+            raise UsageError(f"{name} is outside the project") from None
+        try:
+            if not path.is_file():
+                have = ", ".join(sorted(p.name for p in project.dir.glob("*.md")))
+                raise UsageError(f"{project.id} has no {name} yet; it has: {have}")
+            return path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:  # a name too long for the file system, a directory...
+            raise UsageError(f"{name} cannot be read ({exc.strerror}); give a file name such as final.md") from None
 
     sys.stdout.write(guarded(action))
 
@@ -408,10 +417,11 @@ def repair(
 
     def action() -> str:
         from pensieve.project.status import rebuild_status
+        from pensieve.project.workspace import BRIEF_FILE
 
         ws = workspace_of(workspace)
         project = ws.project(project_id)
-        if not (project.dir / "brief.md").is_file() and not project.dir.is_symlink():
+        if not (project.dir / BRIEF_FILE).is_file() and not project.dir.is_symlink():
             raise UsageError(f"unknown project {project_id!r} in workspace {ws.name!r}")
         project.refuse_links()
         with project.run_lock():
@@ -429,30 +439,46 @@ def check(
     as_json: JsonOpt = False,
 ) -> None:
     """Verify citations without a model: ids exist in the source archive, quotes appear in their
-    sources, reference lists match; reports the share of cited paragraphs. Exit 1 on problems."""
+    sources, reference lists match; reports the share of cited paragraphs. Also lists what the
+    consistency report still finds (problems) and sourced facts a rewrite dropped (warnings).
+    Exit 1 on problems."""
 
-    def action() -> tuple[CheckReport, dict[str, Any] | None, float, str | None]:
+    def action() -> tuple[CheckReport, dict[str, Any] | None, float, str | None, list[Problem], list[str]]:
         from pensieve.citations.hooks import check_project
         from pensieve.cli.evidence import evidence_for_check
         from pensieve.config import load_settings
+        from pensieve.evidence.lost_facts import project_lost_facts
+        from pensieve.run.findings import report_problems
+        from pensieve.stages import Artifact
 
         project = workspace_of(workspace).existing_project(project_id)
         settings = load_settings()
+        articles = (Artifact.DRAFT_V1, Artifact.DRAFT_V2, Artifact.FINAL)
+        if not any(project.file(name).is_file() for name in articles):
+            # "every citation checks out" of an article that does not exist would be a lie.
+            raise PensieveError(
+                f"{project.id} has no article yet ({', '.join(articles)} do not exist), so there is nothing "
+                f"to check; `pensieve run {project.id}` writes it"
+            )
         report = check_project(project, settings)
+        # What the consistency checker still finds, and sourced facts a rewrite dropped.
+        findings, lost = report_problems(project), [fact.line() for fact in project_lost_facts(project)]
         try:
             evidence, skipped = evidence_for_check(project, settings), None
         except PensieveError as exc:  # no embedding model: the citation check still stands
             err.print(f"note: the evidence check was skipped: {exc}", markup=False)
             evidence, skipped = None, str(exc)
-        return report, evidence, settings.check.min_supported_share, skipped
+        return report, evidence, settings.check.min_supported_share, skipped, findings, lost
 
-    report, evidence, min_supported, skipped = guarded(action)
+    report, evidence, min_supported, skipped, findings, lost = guarded(action)
     low_share = share_problem(evidence, min_supported, skipped)
     if as_json:
         summary = report.summary()
-        if low_share is not None:  # the JSON says what the exit status says
-            summary = summary.model_copy(update={"ok": False, "problems": [*summary.problems, low_share]})
+        extra = [*findings, *([low_share] if low_share is not None else [])]
+        if extra:  # the JSON says what the exit status says
+            summary = summary.model_copy(update={"ok": False, "problems": [*summary.problems, *extra]})
         data = summary.model_dump(mode="json")
+        data["warnings"] = lost
         if evidence is not None:
             data["evidence"] = {
                 "file": evidence["file"],
@@ -476,11 +502,14 @@ def check(
                 f"paragraphs cited ({share})",
                 markup=False,
             )
-        for problem in report.problems:
+        for problem in [*report.problems, *findings]:
             out.print(f"problem: {problem}", markup=False)
-        out.print("ok: every citation checks out" if report.ok else f"{len(report.problems)} problem(s)", markup=False)
+        for warning in lost:
+            out.print(f"warning: {warning}", markup=False)
+        count = len(report.problems) + len(findings)
+        out.print("ok: every citation checks out" if not count else f"{count} problem(s)", markup=False)
         print_check_evidence(evidence, low_share)
-    if not report.ok or low_share is not None:
+    if not report.ok or findings or low_share is not None:
         raise typer.Exit(1)
 
 
@@ -489,6 +518,7 @@ register_export(app)
 register_batch(app)  # batch, worker, queue (pensieve/cli/batch.py)
 app.command("tools")(tools_command)
 app.command("evidence")(evidence_command)
+app.command("estimate")(estimate_command)
 app.command()(studio)
 
 
@@ -511,6 +541,11 @@ def main() -> None:
     """Every command line but the ones pensieve.launch answers itself (the entry point)."""
     try:
         app()
+    except BrokenPipeError:
+        # stdout went to a reader that stopped (`pensieve list | head`): what it wanted was
+        # printed. The usual quiet ending of a filter, not a traceback.
+        silence(sys.stdout)
+        silence(sys.stderr)
     finally:
         # The process is ending: without this, the interpreter's last collections walk every
         # object litellm and pydantic created (about a second after a run). Files are all

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from pensieve.project.events import EventBus, EventKind, EventLog, EventSink, Su
 from pensieve.project.staleness import demote_missing, input_hashes
 from pensieve.project.status import Status, Usage, load_status, save_status
 from pensieve.project.workspace import Project, atomic_copy, atomic_write_text, remove_stale_temporaries
+from pensieve.run import findings
 from pensieve.run.agent import AgentRun, run_agent
 from pensieve.run.commit import (
     COMMIT_MARKER,
@@ -38,7 +39,7 @@ from pensieve.run.commit import (
 )
 from pensieve.run.finishing import ContractFailed, Finisher, unfence
 from pensieve.run.preflight import RunOptions, preflight, preflight_warnings, select_stages
-from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES, Stage
+from pensieve.stages import BY_NAME, EVIDENCE_JUDGE, STAGE_NAMES, STAGES, Stage
 from pensieve.tool_matrix import Column, resolve_column
 from pensieve.tools import offered_tools
 from pensieve.tools.registry import RunResources, Tool, ToolContext
@@ -138,13 +139,15 @@ class Runner:
         clear_staging(self.project, stage)
 
     # -- one stage, in named steps ---------------------------------------------------------
-    async def run_stage(self, stage: Stage, extra_instructions: str = "") -> str | None:
+    async def run_stage(self, stage: Stage, extra_instructions: str = "", *, feedback: bool = True) -> str | None:
         """Run one stage to a committed artifact. Returns what to tell the stage if its
-        citation check failed in a way it can fix by running again, else None."""
+        citation check failed in a way it can fix by running again, else None. Without
+        `feedback` (a fix turn with one list of its own), no evidence list is added."""
         column = resolve_column(stage.name, stage.tools, self.settings)
         # The MCP servers it may use start first, so a failure is said before the stage begins.
         mcp = await self._mcp_tools(column)
-        extra = "\n\n".join(t for t in (extra_instructions, self.evidence_feedback(stage)) if t)
+        evidence = self.evidence_feedback(stage) if feedback else ""
+        extra = "\n\n".join(t for t in (extra_instructions, evidence) if t)
         run = self._build_agent_run(stage, self._begin(stage), extra, column, mcp)
         try:
             await self._produce(stage, run)
@@ -161,6 +164,7 @@ class Runner:
             self._fail(stage, f"internal error: {type(exc).__name__}: {exc}")
             raise
         self.events.emit(EventKind.STAGE_END, stage.name, usage=self.status.stages[stage.name].usage.model_dump())
+        self._record_lost_facts(stage)
         fix = self.check_citations(stage) if stage.citation_check else None
         unsupported = await self.check_evidence(stage) if stage.evidence else None
         return "\n\n".join(t for t in (fix, unsupported) if t) or None
@@ -258,6 +262,7 @@ class Runner:
         finally:
             entry.tool_calls, entry.repairs = dict(run.tool_calls), list(run.finisher.asked)
             entry.text_tool_calls = run.text_tool_calls
+            entry.context = entry.context.plus(run.context)
         entry.violations = []
         self._transform_staged(stage)
         self._finish_commit(stage, mark_committed(self.project, stage))
@@ -278,7 +283,9 @@ class Runner:
         """Record the check's figures and problems; say what to fix if the stage is resent."""
         report = citation_hooks.check_project(self.project, self.settings, stage.writes)
         self.status.check = report.summary()
-        self.status.problems = [str(p) for p in report.problems]
+        # The consistency checker's problems are its own: a citation check does not clear them.
+        kept = [p for p in self.status.problems if findings.is_problem(p)]
+        self.status.problems = [*(str(p) for p in report.problems), *kept]
         self.status.stages[stage.name].check_pending = False
         self.save()
         self.events.emit(
@@ -290,6 +297,57 @@ class Runner:
             citations_checked=report.citations_checked,
         )
         return citation_hooks.resend_instructions(report, stage) if stage.resend_on_failed_check else None
+
+    def _record_lost_facts(self, stage: Stage) -> None:
+        """The sourced sentences of the version this stage rewrote that its artifact lacks."""
+        if stage.revises is None:
+            return
+        from pensieve.evidence.lost_facts import stage_lost_facts
+
+        found = stage_lost_facts(self.project, stage)
+        if found is None:
+            return
+        before = found[0].draft if found else stage.revises
+        self.status.stages[stage.name].lost_facts = [fact.line() for fact in found]
+        self.save()
+        if found:
+            self.events.note(
+                f"{len(found)} sourced sentence(s) of {before} are no longer in {stage.writes} "
+                f"(lost facts; `pensieve check {self.project.id}` lists them)",
+                stage.name,
+            )
+
+    # -- findings that act (pensieve/run/findings.py) -----------------------------------------
+    def _findings_fix(self, stage: Stage, acted: set[str]) -> tuple[Stage, str] | None:
+        """After a checking stage: record what its report still finds as problems; the stage
+        to send the findings to, with what to tell it, when one fix turn is due."""
+        if stage.findings_to is None:
+            return None
+        path = self.project.file(stage.writes)
+        report = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+        found = findings.parse_findings(report)
+        self.status.problems = [
+            *(p for p in self.status.problems if not findings.is_problem(p)),
+            *(str(problem) for problem in findings.problems(found, stage.writes)),
+        ]
+        self.save()
+        target = BY_NAME[stage.findings_to]
+        due = (
+            found.actionable
+            and stage.name not in acted
+            and self.settings.check.fix_findings
+            and self._in_scope(target.name)
+        )
+        if not due:
+            return None
+        acted.add(stage.name)
+        self.events.note(
+            f"{stage.name}: {len(found.items)} finding(s) in {target.writes}; sending them to {target.name} "
+            f"for one fix, then checking again"
+        )
+        own = self.project.scratch_dir / target.writes  # its text with source ids, if renumbered
+        start_from = f"scratch/{target.writes}" if target.transform is not None and own.is_file() else None
+        return target, findings.fix_instructions(found, stage.writes, target.writes, start_from)
 
     # -- claim-level evidence (pensieve/evidence/): one hook, these three methods ------------
     def evidence_feedback(self, stage: Stage) -> str:
@@ -330,7 +388,7 @@ class Runner:
 
             client = StageModelClient(
                 stage=stage.name,
-                model=self.options.model or self.settings.model_for("fact_checker") or "",
+                model=self.options.model or self.settings.model_for(EVIDENCE_JUDGE.name) or "",
                 settings=self.settings,
                 events=self.events,
                 record_usage=lambda reply: self._record_usage(stage.name, reply),
@@ -448,6 +506,11 @@ class Runner:
         running: dict[asyncio.Task[str | None], str] = {}
         resent: set[str] = set(self.resend_after_recovery)
         first_instructions = dict(self.resend_after_recovery)
+        acted: set[str] = set()  # checking stages whose findings had their fix turn
+        recheck: dict[str, str] = {}  # a stage fixing findings -> the checker to run after it
+
+        def start(name: str, instructions: str = "", *, feedback: bool = True) -> None:
+            running[asyncio.create_task(self.run_stage(BY_NAME[name], instructions, feedback=feedback))] = name
 
         def ready(name: str) -> bool:
             # Selection already holds every unfinished dependency, so waiting for the
@@ -473,7 +536,12 @@ class Runner:
                         elif exc is not None:
                             raise exc
                         elif self._resend(name, task.result(), resent):
-                            running[asyncio.create_task(self.run_stage(BY_NAME[name], task.result() or ""))] = name
+                            start(name, task.result() or "")
+                        elif name in recheck:
+                            start(recheck.pop(name))
+                        elif (fix := self._findings_fix(BY_NAME[name], acted)) is not None:
+                            recheck[fix[0].name] = name
+                            start(fix[0].name, fix[1], feedback=False)
         except TimeoutError:
             await self._fail_running(running, f"run deadline of {deadline:g}s (run.deadline_s) exceeded", result)
         except BaseException:
@@ -531,16 +599,28 @@ def run_project(
     options: RunOptions,
     reporter: Subscriber,
     environ: Mapping[str, str] | None = None,
+    *,
+    selected: list[str] | None = None,
+    loop: Callable[[Coroutine[object, None, RunResult]], RunResult] = asyncio.run,
 ) -> RunResult:
-    """Preflight, lock, run. Raises UsageError before touching anything if it cannot start."""
+    """Preflight, lock, run: the one way a project is run (`pensieve run`, the batch worker,
+    the studio's child runs). Raises UsageError before touching anything if it cannot start,
+    ProjectBusy if another process runs the project.
+
+    - selected: the stages `preflight` chose, when the caller ran it already (the batch
+      worker does, to pass over a project with nothing to do without taking its lock);
+    - loop: runs the pipeline's coroutine to its end (the worker's own loop, which it can
+      cancel from another thread); `asyncio.run` by default.
+    """
     env = dict(os.environ if environ is None else environ)
-    selected = preflight(project, settings, options, env)
+    if selected is None:
+        selected = preflight(project, settings, options, env)
     llm.start_import()  # the first request leaves as soon as litellm is importable
     with project.run_lock():
         project.refuse_links()  # again under the lock: nothing Pensieve writes may be a link
         runner = Runner(project, settings, options, reporter, env)
         try:
-            return asyncio.run(runner.run(selected))
+            return loop(runner.run(selected))
         finally:
             if runner.mcp is not None:
                 runner.mcp.kill_leftovers()  # whatever the loop could not close (no orphans)

@@ -162,7 +162,7 @@ def _part(name: str, window: _Window, offset: int) -> tuple[str, str]:
     return header, footer
 
 
-@tool(default_limit=20)
+@tool(canonical="project.read_file", default_limit=20)
 async def read_project_file(ctx: ToolContext, filename: str, offset: int = 0) -> str:
     """Read a file from the current project directory (for example an earlier stage's artifact).
 
@@ -203,7 +203,25 @@ async def _sanitized(text: str) -> str:
     return await asyncio.to_thread(sanitize, text, collapse_whitespace=False)
 
 
-@tool(default_limit=12)
+async def read_whole_file(ctx: ToolContext, filename: str, limit: int = MAX_READ_CHARS) -> str:
+    """Up to `limit` characters of a project file, as read_project_file finds it (the stage's
+    own artifact in progress, never through a link), for tools that take a file by name."""
+    relative = check_relative_name(filename)
+    name = str(relative)
+    target = resolve_inside(ctx.project.dir, relative)
+    staged = staged_path(ctx, name)
+    if name == ctx.stage.writes and staged.is_file():
+        target = staged
+    if not target.is_file():
+        raise ToolError(f"file {name!r} does not exist; pass the text itself, or the name of a project file")
+    try:
+        window = await asyncio.to_thread(_read_window, target, 0, limit)
+    except OSError as exc:
+        raise ToolError(f"cannot read {name!r}: {exc.strerror}") from None
+    return window.text
+
+
+@tool(canonical="project.write_file", default_limit=12)
 async def write_project_file(ctx: ToolContext, filename: str, content: str) -> str:
     """Write a file in the current project directory, replacing it if it exists.
 
@@ -234,7 +252,7 @@ async def write_project_file(ctx: ToolContext, filename: str, content: str) -> s
     return f"Wrote {name} ({len(content):,} characters)."
 
 
-@tool(default_limit=20)
+@tool(canonical="project.edit_file", default_limit=20)
 async def edit_project_file(ctx: ToolContext, filename: str, old_text: str, new_text: str) -> str:
     """Replace one passage of a file you may write: old_text must occur exactly once.
 

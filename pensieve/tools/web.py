@@ -156,7 +156,7 @@ def _item(result: SearchResult) -> dict[str, object]:
     return item
 
 
-@tool(default_limit=5, unavailable=search_unavailable)
+@tool(canonical="web.search", default_limit=5, unavailable=search_unavailable)
 async def web_search(ctx: ToolContext, query: str, kind: Literal["web", "academic", "all"] = "all") -> str:
     """Search with a keyword query. Returns a JSON list of {title, url, snippet, source}, with
     authors, year, venue and doi where known (papers). A paper's url is its DOI, arXiv or
@@ -305,7 +305,7 @@ async def _fetch_and_archive(ctx: ToolContext, url: str, need_raw: bool) -> _Pag
 
 def _extract_clean(body: bytes, media_type: str, charset: str | None, url: str) -> tuple[str, str]:
     extracted = extract(body, media_type, charset, url)
-    return sanitize(extracted.title)[:300], sanitize(extracted.text)
+    return sanitize(extracted.title)[:300], sanitize(extracted.text, keep_indent=True)
 
 
 def known_urls(ctx: ToolContext) -> KnownUrls:
@@ -364,7 +364,23 @@ def _work_line(source: ArchivedSource) -> str:
     return "Work: " + "; ".join(parts) + "\n"
 
 
-@tool(default_limit=10)
+def _read_on(ctx: ToolContext, source: ArchivedSource, text: str, shown: int) -> str:
+    """The cut's note, with the call that reads on: the whole text is in the archive, after
+    the front matter, so the offset is where the cut falls in that file."""
+    try:
+        archived = read_file_nofollow(ctx.project.dir / source.file, 64_000_000).decode("utf-8", errors="replace")
+    except OSError:
+        archived = ""
+    start = archived.find(text[:200]) if archived else -1
+    where = (
+        f"read_project_file(filename={source.file!r}, offset={start + shown}) reads on from here"
+        if start >= 0
+        else f"read_project_file(filename={source.file!r}) has the whole page, in parts"
+    )
+    return f"\n[... truncated: {len(text) - shown:,} of {len(text):,} characters cut (fetch.max_chars); {where}]"
+
+
+@tool(canonical="web.fetch_url", default_limit=10)
 async def fetch_url(ctx: ToolContext, url: str, mode: Literal["text", "raw", "summary"] = "text") -> str:
     """Fetch a web page and return its content (pages are kept in the project's sources/ archive).
 
@@ -403,7 +419,11 @@ async def fetch_url(ctx: ToolContext, url: str, mode: Literal["text", "raw", "su
         return f"{header}\n{wrap(source.final_url, body + notes)}"
     if not page.text.strip():
         return f"{header}\nThe page has no readable text{' (' + page.cut_note + ')' if page.cut_note else ''}."
-    text = cap(page.text, max_chars)
+    text = (
+        page.text
+        if len(page.text) <= max_chars
+        else page.text[:max_chars] + _read_on(ctx, source, page.text, max_chars)
+    )
     content = f"Title: {page.title or '(none)'}\n{_work_line(source)}\n{text}{notes}"
     if mode == "text":
         return f"{header}\n{wrap(source.final_url, content)}"

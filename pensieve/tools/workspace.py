@@ -14,19 +14,21 @@ from pathlib import Path
 from typing import Any
 
 from pensieve.citations.text import shorten
+from pensieve.project.status_view import PROJECT_STATES
 from pensieve.project.workspace import read_file_nofollow
 from pensieve.stages import Artifact
 from pensieve.tools.registry import ToolContext, tool
 from pensieve.untrusted import sanitize
 
-PROJECT_STATES = frozenset({"pending", "running", "paused", "complete", "error"})
 FINAL_FILE = Artifact.FINAL
 TITLE_CHARS = 200
 SUMMARY_CHARS = 300
 _HEAD_BYTES = 64_000  # the title and opening paragraph are near the top of the file
 
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
-_EMPHASIS = re.compile(r"[*_`]+")
+# Emphasis and code marks; an underscore only at a word's edge (`_x_`), never inside a name:
+# "try_trait_v2" stayed "trytraitv2" in every stage's task (seen by hand).
+_EMPHASIS = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)")
 # [1], [1, 2], [1-3], [S3], [S1; S2]: reader-facing citation marks, noise in a summary.
 _CITATION = re.compile(r"\s*\[(?:S?\d+(?:\s*[,;\u2013-]\s*S?\d+)*)\]", re.I)
 
@@ -105,7 +107,7 @@ def earlier_articles(ctx: ToolContext) -> dict[str, str]:
     }
 
 
-@tool(default_limit=3)
+@tool(canonical="workspace.list_projects", default_limit=3)
 async def list_projects(ctx: ToolContext) -> list[dict[str, Any]]:
     """List every project (article) in the current workspace with its id, brief and pipeline status.
 
