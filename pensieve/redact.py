@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 from pensieve.web.catalog import NCBI_KEY_ENV, S2_KEY_ENV, SEARCH_KEY_ENV
 
@@ -40,12 +40,41 @@ def remember_secret_names(names: Iterable[str]) -> None:
     _configured.update(name for name in names if name not in _NEVER_SECRET)
 
 
-def _queue_password(url: str | None) -> list[str]:
-    try:
-        password = urlsplit(url).password if url else None
-    except ValueError:
+_SECRET_PARAMS = frozenset({"password", "sslpassword"})
+_URL_QUERY_SECRET = re.compile(r"(?i)([?&](?:ssl)?password=)[^&#\s\"']+")
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """The secrets a database URL carries: the password of its user information (taken up to
+    the last `@` before the path, so a raw `@` inside it does not leave a piece of it in
+    "failed to resolve host 'ssw0rd@127.0.0.1'") and every piece of it between `@`s, and the
+    `password=` / `sslpassword=` query parameters; each also percent-decoded."""
+    if not url or "://" not in url:
         return []
-    return [password, unquote(password)] if password else []
+    rest = url.split("://", 1)[1]
+    head = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    found: list[str] = []
+    if "@" in head and ":" in head[: head.rfind("@")]:
+        password = head[: head.rfind("@")].split(":", 1)[1]
+        found += [password, *password.split("@")]
+    query = rest.split("?", 1)[1].split("#", 1)[0] if "?" in rest else ""
+    for pair in query.split("&"):
+        key, _, value = pair.partition("=")
+        if key.lower() in _SECRET_PARAMS and value:
+            found.append(value)
+    return [piece for secret in found for piece in {secret, unquote(secret)} if len(piece) >= 3]
+
+
+def hide_url_secrets(text: str, url: str | None) -> str:
+    """`text` with every secret of `url` (url_secrets) replaced by ***, and any password= or
+    sslpassword= query value hidden whatever URL it belongs to."""
+    for secret in sorted(url_secrets(url), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return _URL_QUERY_SECRET.sub(r"\1***", text)
+
+
+def _queue_password(url: str | None) -> list[str]:
+    return url_secrets(url)
 
 
 def secret_values(environ: dict[str, str] | None = None) -> list[str]:
@@ -62,6 +91,7 @@ def scrub(text: str, environ: dict[str, str] | None = None) -> str:
         if value in text:
             text = text.replace(value, "[REDACTED]")
     text = _QUERY_SECRET.sub(r"\1[REDACTED]", text)
+    text = _URL_QUERY_SECRET.sub(r"\1[REDACTED]", text)
     return _BEARER.sub(r"\1[REDACTED]", text)
 
 

@@ -213,6 +213,29 @@ def test_an_unreachable_queue_database_is_reported_without_its_password(home: Ho
 
 
 @pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://u@127.0.0.1:9/db?password=s3cret-pw",
+        "postgresql://u@127.0.0.1:9/db?sslmode=prefer&sslpassword=s3cret-pw",
+        "postgresql://u:s3cret@pw-x@127.0.0.1:9/db",  # a raw @ in the password
+    ],
+)
+def test_a_queue_password_in_the_query_or_with_a_raw_at_is_never_printed(home: Home, url: str) -> None:
+    """Seen in the hostile pass: password= and sslpassword= were printed in clear by queue,
+    worker, batch and the studio, and a raw @ left "pw-x@127.0.0.1" in the driver's error."""
+    home.monkeypatch.setenv("PENSIEVE_QUEUE_URL", url)
+    path = home.path / "ok.yaml"
+    path.write_text("- {brief: How pages are laid out on disk, id: one}\n")
+    for args in (("queue",), ("queue", "--json"), ("batch", str(path)), ("worker",)):
+        result = home.run(*args)
+        shown = result.stdout + result.stderr
+        assert result.exit_code != 0, (args, shown)
+        for secret in ("s3cret-pw", "s3cret", "pw-x"):
+            assert secret not in shown, (args, shown)
+        assert "Traceback" not in shown
+
+
+@pytest.mark.parametrize(
     ("url", "shown", "cause"),
     [
         ("postgresql://u:s3cret-pw@127.0.0.1:9/db", "postgresql://u:***@127.0.0.1:9/db", "Connection refused"),

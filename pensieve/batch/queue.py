@@ -39,7 +39,7 @@ from pensieve.config import Settings, load_settings, pensieve_home
 from pensieve.errors import ProjectBusy, UsageError
 from pensieve.project.events import Event, EventKind
 from pensieve.project.workspace import Workspace, open_workspace
-from pensieve.redact import scrub
+from pensieve.redact import hide_url_secrets, scrub
 from pensieve.stages import STAGE_NAMES, STAGES
 
 APP_NAME = "pensieve"
@@ -107,21 +107,18 @@ def queue_url(settings: Settings, workspace: Workspace, environ: dict[str, str] 
 
 
 def shown_url(url: str) -> str:
-    """The URL with its password hidden: the only form that is ever printed or logged."""
+    """The URL with its password hidden: the only form that is ever printed or logged (the
+    user information's password, a raw `@` in it included, and password= / sslpassword=)."""
     try:
-        return sa.make_url(url).render_as_string(hide_password=True)
+        shown = sa.make_url(url).render_as_string(hide_password=True)
     except Exception:
         return "<unparseable URL>"
+    return hide_url_secrets(shown, url)
 
 
 def redact(text: str, url: str) -> str:
-    try:
-        password = sa.make_url(url).password
-    except Exception:
-        password = None
-    if password:
-        text = text.replace(str(password), "***")
-    return scrub(text).replace(url, shown_url(url))
+    text = hide_url_secrets(text.replace(url, shown_url(url)), url)
+    return scrub(text)
 
 
 def db_error(exc: BaseException, url: str) -> str:
