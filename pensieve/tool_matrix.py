@@ -26,6 +26,8 @@ CANONICAL: Mapping[str, str] = {
     "web_search": "web.search",
     "fetch_url": "web.fetch_url",
     "search_topics": "topics.search",
+    "search_library": "library.search",
+    "read_library_document": "library.read_document",
     "read_project_file": "project.read_file",
     "write_project_file": "project.write_file",
     "text_stats": "text.stats",

@@ -18,6 +18,7 @@ from pensieve.evidence import lexical
 from pensieve.evidence.segment import CitedSentence, Span, cited_sentences
 from pensieve.evidence.store import VERDICTS, summarize, text_sha256
 from pensieve.evidence.vectors import VectorCache
+from pensieve.project.source_archive import label_at
 from pensieve.topics.embedder import Embedder
 
 if TYPE_CHECKING:
@@ -46,6 +47,8 @@ class SourceText:
     id: str
     text: str  # the archived text (after the front matter)
     offset: int = 0  # where that text starts in sources/<id>.md
+    # A library document's page map: (offset in text, page label), so a passage has a page.
+    pages: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass
@@ -143,7 +146,14 @@ def assess(
     if lexical.coverage(claim, context_text) < _MIN_COVERAGE:
         verdict = _worse(verdict, "weak")
         reasons.append("most of its words are not in the passage")
-    passage = {"text": window.text, "start": source.offset + window.start, "end": source.offset + window.end}
+    passage: dict[str, Any] = {
+        "text": window.text,
+        "start": source.offset + window.start,
+        "end": source.offset + window.end,
+    }
+    page = label_at(source.pages, window.start)
+    if page:
+        passage["page"] = page
     shown = [f.surface for f in missing if f.kind != "entity" or not whole.has(f)]
     return Citation(source.id, verdict, score, passage, shown, reasons)
 

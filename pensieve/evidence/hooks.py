@@ -42,7 +42,7 @@ def load_source_texts(project_dir: Path) -> tuple[dict[str, SourceText], dict[st
             continue
         body = split_front_matter(raw)[1]
         offset = len(raw) - len(body) if raw.endswith(body) else 0
-        texts[entry.id] = SourceText(entry.id, body, offset)
+        texts[entry.id] = SourceText(entry.id, body, offset, entry.pages)
         for url in (entry.url, entry.final_url, *entry.also):
             if url:
                 urls.setdefault(url.rstrip("/"), entry.id)

@@ -144,7 +144,8 @@ class Runner:
         column = resolve_column(stage.name, stage.tools, self.settings)
         # The MCP servers it may use start first, so a failure is said before the stage begins.
         mcp = await self._mcp_tools(column)
-        extra = "\n\n".join(t for t in (extra_instructions, self.evidence_feedback(stage)) if t)
+        reading = await self._reading_list(stage, column)
+        extra = "\n\n".join(t for t in (reading, extra_instructions, self.evidence_feedback(stage)) if t)
         run = self._build_agent_run(stage, self._begin(stage), extra, column, mcp)
         try:
             await self._produce(stage, run)
@@ -164,6 +165,19 @@ class Runner:
         fix = self.check_citations(stage) if stage.citation_check else None
         unsupported = await self.check_evidence(stage) if stage.evidence else None
         return "\n\n".join(t for t in (fix, unsupported) if t) or None
+
+    async def _reading_list(self, stage: Stage, column: Column) -> str:
+        """The researcher's reading list (`new --source`, batch `sources:`): archived as
+        sources before it starts, and named in its instructions."""
+        if stage.name != "researcher":
+            return ""
+        from pensieve.library.sources import load_plan, reading_list_instructions
+
+        if not load_plan(self.project.dir).reading_list:
+            return ""
+        return await asyncio.to_thread(
+            reading_list_instructions, self.project, "read_library_document" in column.builtins
+        )
 
     def _begin(self, stage: Stage) -> str:
         """Mark the stage running (with the inputs it starts from); returns its model."""
@@ -525,6 +539,17 @@ class Runner:
             await self.resources.aclose()
 
 
+def project_settings(project: Project, settings: Settings) -> Settings:
+    """The settings with the project's own research plan applied (`new --no-web`: research.web
+    false for it alone); a copy, so a batch worker's other projects keep theirs."""
+    from pensieve.library.sources import load_plan
+
+    if load_plan(project.dir).web is False and settings.research.web:
+        settings = settings.model_copy(deep=True)
+        settings.research.web = False
+    return settings
+
+
 def run_project(
     project: Project,
     settings: Settings,
@@ -534,6 +559,7 @@ def run_project(
 ) -> RunResult:
     """Preflight, lock, run. Raises UsageError before touching anything if it cannot start."""
     env = dict(os.environ if environ is None else environ)
+    settings = project_settings(project, settings)
     selected = preflight(project, settings, options, env)
     llm.start_import()  # the first request leaves as soon as litellm is importable
     with project.run_lock():

@@ -88,11 +88,11 @@ class Studio:
 
     def topic_search(self, query: str) -> dict[str, object]:
         from pensieve.config import load_settings
-        from pensieve.topics.search import search_library
+        from pensieve.topics.search import search_topic_library
 
         settings = load_settings()
         try:
-            found = search_library(
+            found = search_topic_library(
                 self.workspace, query, k=settings.topics.max_results, min_score=settings.topics.min_score
             )
         except UsageError as exc:

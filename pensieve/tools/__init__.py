@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from pensieve.tools.files import edit_project_file, read_project_file, write_project_file
+from pensieve.tools.library import read_library_document, search_library
 from pensieve.tools.projects import list_projects
 from pensieve.tools.registry import Tool
 from pensieve.tools.stats import text_stats
@@ -26,6 +27,8 @@ CATALOG: tuple[Tool, ...] = (
     web_search,
     fetch_url,
     search_topics,
+    search_library,
+    read_library_document,
     read_project_file,
     write_project_file,
     text_stats,
