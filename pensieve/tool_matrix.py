@@ -26,12 +26,12 @@ CANONICAL: Mapping[str, str] = {
     "web_search": "web.search",
     "fetch_url": "web.fetch_url",
     "search_topics": "topics.search",
-    "search_library": "library.search",
-    "read_library_document": "library.read_document",
     "read_project_file": "project.read_file",
     "write_project_file": "project.write_file",
     "text_stats": "text.stats",
     "list_projects": "workspace.list_projects",
+    "search_library": "library.search",
+    "read_library_document": "library.read_document",
     "edit_project_file": "project.edit_file",
 }
 MODEL_FACING: Mapping[str, str] = {canonical: name for name, canonical in CANONICAL.items()}

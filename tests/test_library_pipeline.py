@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pensieve.errors import UsageError
 from tests.conftest import Home
 from tests.fakes.model_server import call
 from tests.fakes.web_site import FakeSite
@@ -176,3 +177,35 @@ def test_library_only_research_offers_no_web_tool_and_the_site_sees_nothing(
     refused = web_home.model.for_stage("researcher")[1].last_tool_results[0]
     assert refused.startswith("Error: fetch_url is not available: research.web is false")
     assert site.paths() == []  # not a page, not a robots.txt: nothing left the machine
+
+
+def test_batch_items_sources_become_reading_lists(home: Home, tmp_path: Path) -> None:
+    from pensieve.batch.items import add_sources, create_projects, read_items
+    from pensieve.config import load_settings
+    from pensieve.library.sources import load_plan
+    from pensieve.project.workspace import open_workspace
+
+    papers = tmp_path / "papers"
+    papers.mkdir()
+    write_pdf(papers / "raft.pdf", RAFT_PAGES, title="Raft paper")
+    (papers / "notes.md").write_text("# Election notes\n\nFollowers become candidates.\n")
+    batch = tmp_path / "briefs.yaml"
+    batch.write_text(
+        "- brief: How Raft elects a leader\n  id: raft\n  sources: [papers/raft.pdf, papers/notes.md]\n"
+        "- brief: Why B-trees still matter\n  id: btrees\n"
+    )
+    workspace = open_workspace(home.path, "default")
+    items = read_items(batch)
+    assert items[0].sources == (str(papers / "raft.pdf"), str(papers / "notes.md"))
+    reading = add_sources(workspace, batch, items, load_settings())
+    projects, created = create_projects(workspace, items, reading)
+    assert created == 2
+    ids = [d["id"] for d in json.loads(home.run("library", "list", "--json").stdout)]
+    assert load_plan(projects[0].dir).reading_list == tuple(ids) and len(ids) == 2
+    assert load_plan(projects[1].dir).reading_list == ()
+    # A source that cannot be added refuses the batch, naming its line.
+    batch.write_text("- brief: How Raft elects a leader\n  sources: [papers/missing.pdf]\n")
+    with pytest.raises(UsageError, match=r"briefs.yaml:1: source .*missing.pdf: no such file or folder"):
+        add_sources(workspace, batch, read_items(batch), load_settings())
+    refused = home.run("batch", str(batch))
+    assert refused.exit_code == 2 and "no such file or folder" in refused.stderr

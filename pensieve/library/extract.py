@@ -1,8 +1,8 @@
 """Text, a page or heading map and metadata from the bytes of one document.
 
-PDF with pypdf, Word (.docx) with python-docx, HTML with trafilatura (the fetcher's own
-extractor), Markdown and plain text as they are. Why pypdf: docs/library.md (measured
-against pypdfium2). Every refusal is an `ExtractionError` whose message is one line saying
+PDF with pypdfium2 (PDFium), Word (.docx) with python-docx, HTML with trafilatura (the fetcher's own
+extractor), Markdown and plain text as they are. Why PDFium: docs/library.md (measured
+against pypdf and pdfminer.six). Every refusal is an `ExtractionError` whose message is one line saying
 what is wrong and what to do; nothing is stored for a refused file.
 
 The map says where each page (PDF) or heading (the other kinds) starts in the extracted
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 import re
-import warnings
+import threading
 import zipfile
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -205,65 +205,73 @@ def _iso(value: Any) -> str:
 
 # -- PDF ------------------------------------------------------------------------------------------
 
+# PDFium (Chrome's PDF engine, fuzzed continuously) bounds its own parser's recursion; a
+# file that nests arrays or dictionaries hundreds of levels deep in plain sight is refused
+# before it is opened, with a reason (no real document nests like that).
+_DEEP_ARRAYS = re.compile(rb"(?:\[[^\[\]]{0,16}){256}")
+_DEEP_DICTS = re.compile(rb"(?:<<[^<>\[\]]{0,48}){256}")
+# PDFium is not safe to call from two threads at once (the studio may add two uploads).
+_PDFIUM = threading.Lock()
+
 
 def _pdf(data: bytes, limits: Limits) -> Extracted:
-    import logging
+    if _DEEP_ARRAYS.search(data) or _DEEP_DICTS.search(data):
+        raise ExtractionError("nests objects hundreds of levels deep (a damaged or hostile PDF); not added")
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as pdfium_c
 
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError, PyPdfError
-
-    # pypdf reports the damage it works around through logging and warnings; a damaged file
-    # either reads (what could be read) or raises, and is never the user's terminal's business.
-    logging.getLogger("pypdf").setLevel(logging.ERROR)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with _PDFIUM:
         try:
-            reader = PdfReader(io.BytesIO(data), strict=False)
-            if reader.is_encrypted and not _opens_without_password(reader):
+            document = pdfium.PdfDocument(data)
+        except pdfium.PdfiumError as exc:
+            if getattr(exc, "err_code", None) == pdfium_c.FPDF_ERR_PASSWORD:
                 raise ExtractionError(
                     "is encrypted with a password; save an unprotected copy (or print it to PDF) and add that"
-                )
-            count = len(reader.pages)
+                ) from None
+            raise ExtractionError("is not a readable PDF (damaged?); not added") from None
+        try:
+            count = len(document)
             if count > limits.max_pages:
                 raise ExtractionError(
                     f"has {count:,} pages, more than library.max_pages ({limits.max_pages:,}); "
                     "split it or raise the limit"
                 )
-            labels = _page_labels(reader, count)
             parts: list[tuple[str, str]] = []
-            for number, page in enumerate(reader.pages):
-                parts.append((labels[number], sanitize(page.extract_text() or "")))
-            info: Any = reader.metadata or {}
-            title = _clean_meta(info.get("/Title"))
-            authors = _authors(info.get("/Author"))
-            published = _iso(info.get("/CreationDate"))
-        except ExtractionError:
-            raise
-        except (PdfReadError, PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, OSError) as exc:
-            raise ExtractionError(f"is not a readable PDF (damaged? {type(exc).__name__}); not added") from None
-        except NotImplementedError:
-            raise ExtractionError("uses a PDF feature pypdf cannot read (an unsupported filter?); not added") from None
+            for number in range(count):
+                page = document[number]
+                try:
+                    textpage = page.get_textpage()
+                    try:
+                        text = textpage.get_text_range()
+                    finally:
+                        textpage.close()
+                finally:
+                    page.close()
+                parts.append((_page_label(document, number), sanitize(text or "")))
+            info = document.get_metadata_dict()
+        except pdfium.PdfiumError:
+            raise ExtractionError("is not a readable PDF (a damaged page?); not added") from None
+        finally:
+            document.close()
     text, marks = _join(parts)
-    return Extracted("pdf", text, marks, "page", title=title, authors=authors, published=published)
+    return Extracted(
+        "pdf",
+        text,
+        marks,
+        "page",
+        title=_clean_meta(info.get("Title")),
+        authors=_authors(info.get("Author")),
+        published=_iso(info.get("CreationDate")),
+    )
 
 
-def _opens_without_password(reader: Any) -> bool:
-    """A PDF encrypted only against editing (empty user password) reads like any other."""
+def _page_label(document: Any, number: int) -> str:
+    """The page number printed on the page (/PageLabels: 'iv', '12'), else its position."""
     try:
-        return bool(reader.decrypt(""))
-    except Exception:  # pypdf's DependencyError (AES without a crypto library), NotImplementedError...
-        return False
-
-
-def _page_labels(reader: Any, count: int) -> list[str]:
-    """The page numbers printed on the pages (/PageLabels: 'iv', '12'), else 1, 2, 3..."""
-    try:
-        labels = [str(label) for label in reader.page_labels]
-    except Exception:  # a damaged /PageLabels tree: the physical numbers are still right
-        labels = []
-    if len(labels) != count or not all(labels):
-        return [str(n) for n in range(1, count + 1)]
-    return [_clean_meta(label, 20) or str(n) for n, label in enumerate(labels, start=1)]
+        label = _clean_meta(document.get_page_label(number), 20)
+    except Exception:  # a damaged /PageLabels tree: the physical number is still right
+        label = ""
+    return label or str(number + 1)
 
 
 # -- Word ------------------------------------------------------------------------------------------

@@ -244,7 +244,7 @@ def _passage_texts(library: Library, index: LibraryIndex) -> list[str]:
 
 def _bm25(index: LibraryIndex, texts: list[str]) -> Any:
     if index._bm25 is None:
-        import bm25s  # type: ignore[import-untyped]
+        import bm25s
 
         tokenizer = bm25s.tokenization.Tokenizer(stopwords="en")
         ids = tokenizer.tokenize(texts, update_vocab=True, return_as="ids", show_progress=False)

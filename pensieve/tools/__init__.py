@@ -27,12 +27,13 @@ CATALOG: tuple[Tool, ...] = (
     web_search,
     fetch_url,
     search_topics,
-    search_library,
-    read_library_document,
     read_project_file,
     write_project_file,
     text_stats,
     list_projects,
+    # The workspace library (issue 30): the researcher's and the fact checker's.
+    search_library,
+    read_library_document,
     # Not in the default matrix: given with agents.<stage>.tools.allow (project.edit_file).
     edit_project_file,
 )
