@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from pensieve.errors import PensieveError, ProjectBusy, UsageError
 from pensieve.project.workspace import Project, Workspace
 from pensieve.studio import api
+from pensieve.studio import library as library_api
 from pensieve.studio import projects as data
 from pensieve.studio.projects import BadRequest, Conflict, NotFound
 from pensieve.studio.render import render_markdown
@@ -297,6 +298,13 @@ async def topics_page(request: Request) -> Response:
     return page(request, "topics.html", listed=listed, title="Topics - Pensieve studio")
 
 
+async def library_page(request: Request) -> Response:
+    from pensieve.studio.library import documents_json
+
+    listed = await asyncio.to_thread(documents_json, api.studio_of(request).workspace)
+    return page(request, "library.html", listed=listed, title="Library - Pensieve studio")
+
+
 async def queue_page(request: Request) -> Response:
     from pensieve.studio.queue import queue_view, worker_rows
 
@@ -379,8 +387,10 @@ def create_app(
         Route("/projects/{id}/sources/{sid}/raw", source_raw),
         Route("/projects/{id}/export/{fmt}", export_download),
         Route("/topics", topics_page),
+        Route("/library", library_page),
         Route("/queue", queue_page),
         *api.ROUTES,
+        *library_api.ROUTES,
         Mount("/static", StaticFiles(directory=str(HERE / "static"), follow_symlink=False), name="static"),
     ]
     handlers: dict[Any, Any] = {
@@ -389,7 +399,14 @@ def create_app(
     handlers[Exception] = internal_error_handler(token)
     app = Starlette(routes=routes, exception_handlers=handlers)
     app.state.studio = studio
-    return Guard(Answered(app), token=token, host=host, port=port, extra_hosts=extra_hosts)
+    return Guard(
+        Answered(app),
+        token=token,
+        host=host,
+        port=port,
+        extra_hosts=extra_hosts,
+        large_bodies={library_api.UPLOAD_PATH: library_api.MAX_UPLOAD_BYTES},
+    )
 
 
 def token_from_env() -> str | None:
