@@ -97,22 +97,35 @@ def save_plan(project_dir: Path, plan: ResearchPlan) -> None:
     atomic_write_text(project_dir / RESEARCH_FILE, plan.to_json())
 
 
-def prepare_reading_list(project_dir: Path, library: Library) -> list[ArchivedSource]:
-    """Archive every document of the reading list (before research starts); the sources."""
+def prepare_reading_list(project_dir: Path, library: Library) -> tuple[list[ArchivedSource], list[str]]:
+    """Archive every document of the reading list (before research starts): the sources,
+    and the ids no longer in the library nor archived (removed since `new --source`)."""
     plan = load_plan(project_dir)
-    return [archive_document(project_dir, library, library.get(doc_id))[0] for doc_id in plan.reading_list]
+    archive = SourceArchive(project_dir)
+    sources: list[ArchivedSource] = []
+    missing: list[str] = []
+    for doc_id in plan.reading_list:
+        doc = library.find(doc_id)
+        if doc is not None:
+            sources.append(archive_document(project_dir, library, doc)[0])
+        elif (kept := archive.find(library_url(doc_id))) is not None:
+            sources.append(kept)  # removed from the library; the project's copy remains
+        else:
+            missing.append(doc_id)
+    return sources, missing
 
 
 def reading_list_instructions(project: Project, can_read: bool) -> str:
     """Archive the reading list now and tell the researcher what it must read."""
     library = Library(project.workspace)
-    sources = prepare_reading_list(project.dir, library)
+    sources, missing = prepare_reading_list(project.dir, library)
     lines = []
     for source in sources:
         doc_id = doc_id_of(source)
         pages = sum(1 for _ in source.pages) if source.content_type == MEDIA_TYPES["pdf"] else 0
         extent = f", {pages} pages" if pages else ""
         lines.append(f"- {source.id}: {source.title or doc_id} (library document {doc_id}{extent})")
+    lines += [f"- (library document {doc_id} was removed from the library: skip it)" for doc_id in missing]
     how = (
         "Read each with read_library_document (its id) before anything else"
         if can_read
