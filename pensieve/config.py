@@ -47,10 +47,12 @@ class LLMSettings(_Section):
     # (one refiner call on a small model ran 180 s into the timeout, then was retried).
     # 4096 tokens is ~3,000 words, more than a whole article. null: no cap.
     max_output_tokens: int | None = Field(default=4096, ge=1)
-    # Past this many characters of conversation, the oldest tool results are elided
-    # (about 4 characters a token: 240,000 is ~60k tokens). It is lowered further to fit the
-    # model's window (see context_window), so a small local model needs no change here.
-    max_context_chars: int = Field(default=240_000, ge=10_000)
+    # A ceiling on the conversation, in characters (a cost cap). Unset, the budget follows
+    # the model's window (context_window, or litellm's figure) less a share kept for the
+    # reply (max_output_tokens, at most half the window), at ~3.5 characters a token; with no
+    # window known, 240,000 characters (~70k tokens). Past the budget, tool results are
+    # elided by priority: source pages first, then other results; the stage's own inputs never.
+    max_context_chars: int | None = Field(default=None, ge=10_000)
     # The model's context window in tokens, for a model litellm does not know (a server of
     # one's own: llama-server's -c, vLLM's --max-model-len, Ollama's num_ctx, which Pensieve
     # then sets). Unset: litellm's figure where it has one, else max_context_chars alone.
@@ -75,6 +77,9 @@ class AgentSettings(_Section):
     model: str | None = None
     temperature: float | None = None
     max_rounds: int | None = Field(default=None, ge=1)
+    # The window of this stage's model, in tokens, when it is not the one llm.context_window
+    # describes (a stage on another model or server).
+    context_window: int | None = Field(default=None, ge=1_024)
     tools: ToolAccess | None = None
 
 
@@ -344,6 +349,10 @@ class CheckSettings(_Section):
     # `pensieve check` exits 1 when fewer cited sentences of the article are supported by
     # the passages of their sources (pensieve/evidence/); 0: report the share only.
     min_supported_share: float = Field(default=0.0, ge=0, le=1)
+    # A consistency report whose verdict is "needs attention" sends its findings to the
+    # polisher for one fix turn, then the checker runs again; what it still finds stays on
+    # the project as problems. false: the findings only become problems.
+    fix_findings: bool = True
 
 
 class EvidenceSettings(_Section):
@@ -485,6 +494,16 @@ class Settings(_Section):
             return agent.temperature
         row = BY_NAME.get(stage)
         return row.temperature if row and row.temperature is not None else self.llm.temperature
+
+    def context_window_for(self, stage: str) -> int | None:
+        """agents.<stage>.context_window; else llm.context_window when the stage runs the main
+        model (a stage on another model gets litellm's figure for that model, not this one)."""
+        agent = self.agents.get(stage)
+        if agent and agent.context_window:
+            return agent.context_window
+        if agent and agent.model and agent.model != self.llm.model:
+            return None
+        return self.llm.context_window
 
     def max_rounds_for(self, stage: str) -> int:
         agent = self.agents.get(stage)

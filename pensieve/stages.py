@@ -66,6 +66,11 @@ class Artifact(StrEnum):
         return repr(self.value)
 
 
+# The artifacts that set the article's title (its `# ` line), in the order they are written:
+# a stage's task names the title of the latest one written before it.
+TITLE_ARTIFACTS = (Artifact.TOPIC_BRIEF, Artifact.OUTLINE, Artifact.DRAFT_V1, Artifact.DRAFT_V2, Artifact.FINAL)
+
+
 @dataclass(frozen=True)
 class Stage:
     name: str
@@ -93,6 +98,18 @@ class Stage:
     # What the artifact must be before it is committed (pensieve.contracts); None: only the
     # checks every artifact gets (not a tool call, refusal, echo or <think> block).
     contract: contracts.Contract | None = None
+    # Whether the stage's artifact states facts that cite sources. The refiner's topic brief
+    # does not: its prompt carries no citation rules, with or without web search.
+    cites: bool = True
+    # Whether the stage chooses the article's scope: its prompt states the research budget
+    # (pages the Researcher can fetch, searches, rounds) so it scopes for what can be read.
+    scopes: bool = False
+    # The earlier version of the article this stage rewrites: its sourced sentences that the
+    # new version no longer says are listed as lost facts (pensieve/evidence/lost_facts.py).
+    revises: Artifact | None = None
+    # The stage that owns the artifact this stage checks: a "needs attention" verdict sends
+    # it the findings for one fix turn, then this stage runs again (pensieve/run/findings.py).
+    findings_to: str | None = None
 
 
 _FILES = ("read_project_file", "write_project_file")
@@ -109,6 +126,8 @@ STAGES: tuple[Stage, ...] = (
         writes=Artifact.TOPIC_BRIEF,
         contract=contracts.TOPIC_BRIEF,
         after=(),
+        cites=False,
+        scopes=True,
     ),
     Stage(
         name="researcher",
@@ -129,6 +148,7 @@ STAGES: tuple[Stage, ...] = (
         reads=(Artifact.TOPIC_BRIEF, Artifact.RESEARCH_NOTES),
         writes=Artifact.OUTLINE,
         contract=contracts.OUTLINE,
+        scopes=True,
         after=("researcher",),
     ),
     Stage(
@@ -189,6 +209,7 @@ STAGES: tuple[Stage, ...] = (
             Artifact.STYLE_REVIEW,
         ),
         writes=Artifact.DRAFT_V2,
+        revises=Artifact.DRAFT_V1,
         contract=contracts.DRAFT,
         after=("content_reviewer", "fact_checker", "style_reviewer"),
         transform=_with_references,
@@ -204,6 +225,7 @@ STAGES: tuple[Stage, ...] = (
         reads=(Artifact.DRAFT_V2,),
         optional_reads=(Artifact.DRAFT_V1,),
         writes=Artifact.FINAL,
+        revises=Artifact.DRAFT_V2,
         contract=contracts.FINAL,
         after=("reviser",),
         transform=_for_reader,
@@ -219,6 +241,7 @@ STAGES: tuple[Stage, ...] = (
         tools=("list_projects", *_FILES),
         reads=(Artifact.TOPIC_BRIEF, Artifact.FINAL),
         writes=Artifact.CONSISTENCY_REPORT,
+        findings_to="polisher",
         contract=contracts.CONSISTENCY_REPORT,
         after=("polisher",),
         temperature=0.2,

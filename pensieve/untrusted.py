@@ -23,16 +23,26 @@ _SPACES = re.compile(r"[ \t\f\v\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+")
 _BLANK_LINES = re.compile(r"\n\s*\n(\s*\n)+")
 
 
-def sanitize(text: str, *, collapse_whitespace: bool = True) -> str:
-    """Strip control, zero-width and bidi characters; optionally collapse whitespace."""
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))].expandtabs(4)
+
+
+def sanitize(text: str, *, collapse_whitespace: bool = True, keep_indent: bool = False) -> str:
+    """Strip control, zero-width and bidi characters; optionally collapse whitespace.
+
+    `keep_indent` keeps each line's leading spaces while collapsing the rest: a page's code
+    blocks keep their indentation (Python, YAML and nested Rust read wrong without it)."""
     text = INVISIBLE.sub("", text)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = _CONTROL.sub("", text)  # category Cc except newline and tab
     if collapse_whitespace:
-        text = _SPACES.sub(" ", text)
-        text = "\n".join(line.strip() for line in text.split("\n"))
+        lines = text.split("\n")
+        if keep_indent:
+            text = "\n".join((_indent(line) if line.strip() else "") + _SPACES.sub(" ", line).strip() for line in lines)
+        else:
+            text = "\n".join(line.strip() for line in _SPACES.sub(" ", text).split("\n"))
         text = _BLANK_LINES.sub("\n\n", text)
-    return text.strip()
+    return text.strip("\n") if keep_indent else text.strip()
 
 
 def cap(text: str, max_chars: int) -> str:

@@ -5,7 +5,14 @@ from __future__ import annotations
 from pensieve.citations.check import run_check
 from pensieve.citations.cited_sources import CitedSource
 from pensieve.citations.references import numbered_for_reader, source_list, with_references, with_source_list
-from pensieve.citations.text import cited_ids, normalize, parse_fact_table, quoted_spans, split_references
+from pensieve.citations.text import (
+    cited_ids,
+    normalize,
+    parse_fact_table,
+    quoted_spans,
+    split_references,
+    split_table_row,
+)
 
 SOURCES = {
     "S1": CitedSource(
@@ -57,6 +64,33 @@ def test_fact_table_parsing_and_quoted_spans() -> None:
     assert [(r.number, r.verdict, r.cited) for r in rows] == [("1", "supported", ["S1"]), ("2", "not found", ["S2"])]
     assert quoted_spans(rows[0].evidence) == ["allow searches in logarithmic time"]
     assert quoted_spans(rows[1].evidence) == []
+
+
+def test_pipes_inside_cells_stay_in_their_cell() -> None:
+    """Seen by hand on an article about the `|` operator: `X \\| Y` in a claim moved every
+    later cell one to the right, and the contract complained about the verdict."""
+    assert split_table_row('| 1 | union `X | Y` types | S2 | supported | "X \\| Y" [S2] |') == [
+        "1",
+        "union `X | Y` types",
+        "S2",
+        "supported",
+        '"X | Y" [S2]',
+    ]
+    assert split_table_row("a | b") == ["a", "b"]
+    assert split_table_row("| ``a|b`` | `unclosed | c |") == ["``a|b``", "`unclosed", "c"]
+    table = (
+        "| # | claim | cited id | verdict | evidence |\n|---|---|---|---|---|\n"
+        '| 1 | `X \\| Y` is sugar for `Union[X, Y]` | S2 | supported | "X \\| Y" [S2] |\n'
+    )
+    (row,) = parse_fact_table(table)
+    assert (row.claim, row.verdict, row.cited, row.cells, row.columns) == (
+        "`X | Y` is sugar for `Union[X, Y]`",
+        "supported",
+        ["S2"],
+        5,
+        5,
+    )
+    assert quoted_spans(row.evidence) == ["X | Y"]
 
 
 def test_generated_lists() -> None:

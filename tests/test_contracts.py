@@ -566,6 +566,17 @@ def test_fact_check_needs_the_claims_table_the_citation_check_parses() -> None:
         "claims_table": "verdicts that are not one of supported, contradicted, not found, uncited: "
         'claim 2 "partially supported"'
     }
+    # A pipe that splits a cell is named as the cause (not "a bad verdict").
+    split = (
+        "| # | claim | cited id | verdict | evidence |\n|---|---|---|---|---|\n"
+        '| 1 | Unions are written X | Y | S2 | supported | "X | Y" [S2] |\n'
+    )
+    assert named(check("fact_checker", split)) == {
+        "claims_table": "rows with more or fewer cells than the header's 5: claim 1 (7 cells); "
+        "a | inside a cell splits it"
+    }
+    escaped = split.replace("X | Y", "X \\| Y")
+    assert check("fact_checker", escaped) == []
 
 
 def test_consistency_report_without_the_project_list() -> None:

@@ -4,6 +4,7 @@ sanitising, and the source archive. The tool is called as the pipeline calls it.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import time
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from pensieve import __version__
 from pensieve.front_matter import split_front_matter
 from pensieve.project.source_archive import list_sources
+from pensieve.tools.files import read_project_file
 from pensieve.tools.registry import ToolError
 from pensieve.tools.web import fetch_url, known_urls
 from pensieve.web.fetcher import Fetcher
@@ -139,7 +141,7 @@ async def test_huge_page_is_cut_while_streaming(web_home: Home, site: FakeSite) 
     pid = web_home.new()
     result = await fetch(web_home, pid, site.url("/huge"))
     assert "[page larger than 200,000 bytes (fetch.max_bytes): only the start was read]" in result
-    assert "[... truncated:" in result and "characters cut]" in result
+    assert "[... truncated:" in result and "characters cut (fetch.max_chars); read_project_file(" in result
     (source,) = list_sources(web_home.project_dir(pid))
     assert source.size == 200_000
 
@@ -151,6 +153,23 @@ async def test_max_chars_truncates_visibly(web_home: Home, site: FakeSite) -> No
     assert "[... truncated:" in result
     body = result.split("Title: ", 1)[1]
     assert len(body) < 1_400
+    # The cut says the call that reads on, and that call continues exactly where it stopped
+    # (seen by hand: the half of an RFC past the cut held what the article needed).
+    match = re.search(r"read_project_file\(filename='(sources/S1\.md)', offset=(\d+)\) reads on from here", result)
+    assert match, result[-400:]
+    shown = result.split("\n\n", 1)[1].split("\n[... truncated:", 1)[0]
+    async with tool_context(web_home, pid) as ctx:
+        more: str = await read_project_file.function(ctx, filename=match.group(1), offset=int(match.group(2)))
+    archived = split_front_matter((web_home.project_dir(pid) / "sources" / "S1.md").read_text())[1]
+    cut = archived.index(shown[-200:]) + 200
+    assert archived[cut : cut + 300] in more
+
+
+async def test_code_blocks_keep_their_indentation(web_home: Home, site: FakeSite) -> None:
+    result = await fetch(web_home, pid := web_home.new(), site.url("/code"))
+    assert "fn main() {\n    let x = 1;\n    if x > 0 {\n        println!" in result
+    archived = (web_home.project_dir(pid) / "sources" / "S1.md").read_text()
+    assert "\n        println!" in archived
 
 
 @pytest.mark.parametrize(("path", "kind"), [("/report", "application/pdf"), ("/image", "image/png")])

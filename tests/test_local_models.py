@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pensieve.config import Settings
+from pensieve.config import AgentSettings, Settings
 from pensieve.model import llm
 from pensieve.model.client import StageModelClient
 from pensieve.project.events import EventLog
@@ -133,6 +133,10 @@ def test_context_chars_fit_the_window() -> None:
     assert llm.context_chars(240_000, 8192, None) == int((8192 - 2048) * 3.5)  # no cap: keep a quarter
     assert llm.context_chars(240_000, 4096, 4096) == llm.MIN_CONTEXT_CHARS  # the floor
     assert llm.context_chars(12_000, 16_384, 4096) == 12_000
+    # No ceiling set: the budget follows the window (a declared 128k-token window is used,
+    # not capped at the 240,000 characters that only stand in for an unknown window).
+    assert llm.context_chars(None, 128_000, 4096) == int((128_000 - 4096) * 3.5)
+    assert llm.context_chars(None, None, 4096) == llm.DEFAULT_CONTEXT_CHARS == 240_000
 
 
 def _client(settings: Settings, model: str, tmp_path: Path) -> StageModelClient:
@@ -144,13 +148,19 @@ def test_the_client_sizes_the_context_from_litellm_or_the_setting(tmp_path: Path
     known = _client(settings, "openai/gpt-4o-mini", tmp_path)  # litellm: 128k tokens
     # Compared as tuples: `x.context_window is None` would narrow the property for mypy,
     # which cannot see that changing the setting below changes it.
-    assert (known.context_window, known.context_chars) == (128_000, 240_000)
+    assert (known.context_window, known.context_chars) == (128_000, int((128_000 - 4096) * 3.5))
     unknown = _client(settings, "openai/my-local-qwen", tmp_path)
     assert (unknown.context_window, unknown.context_chars) == (None, 240_000)
     settings.llm.context_window = 16_384
     assert unknown.context_window == 16_384 and unknown.context_chars == int((16_384 - 4096) * 3.5)
     # The user's setting wins over litellm's table (a server of one's own under a known name).
     assert known.context_window == 16_384
+    # A stage on another model is not sized by llm.context_window (that is the main model's);
+    # agents.<stage>.context_window sizes it.
+    settings.agents = {"refiner": AgentSettings(model="openai/my-local-qwen")}
+    assert known.context_window == 128_000
+    settings.agents = {"refiner": AgentSettings(model="openai/my-local-qwen", context_window=8_192)}
+    assert known.context_window == 8_192
     assert llm.context_window("ollama/llama3.1", None, None) == 8192  # litellm's table
     assert llm.context_window("ollama_chat/llama3.1", None, None) == 8192  # listed as ollama/...
 

@@ -92,7 +92,8 @@ def test_without_web_search_no_stage_is_asked_to_cite(project: Project) -> None:
         rendered = system_prompt(run)
         assert "{{" not in rendered
         assert "`[S3]`" not in rendered and "sources/S3.md" not in rendered, name
-        assert "This article has no sources" in rendered, name
+        # The refiner's topic brief cites nothing either way: no citation rules at all.
+        assert ("This article has no sources" in rendered) == BY_NAME[name].cites, name
     reviser = system_prompt(agent_run(project, "reviser", settings, {}))
     assert "never remove a claim or a section only because" in reviser and "Claim 4: kept; unsourced" in reviser
     assert "The article is unsourced" in system_prompt(agent_run(project, "content_reviewer", settings, {}))
@@ -100,6 +101,39 @@ def test_without_web_search_no_stage_is_asked_to_cite(project: Project) -> None:
     assert '"(unsourced)"' in researcher and "web_search is not available in this run" in researcher
     fact_check = system_prompt(agent_run(project, "fact_checker", settings, {}))
     assert "| 1 | HNSW builds a layered graph | | uncited | - |" in fact_check
+
+
+def test_prompts_state_only_what_applies_to_the_stage(project: Project) -> None:
+    """Seen by hand: every prompt said "Tools you do not have: - none", the refiner got the
+    rule about citing [S3], the scope was chosen blind to the research budget."""
+    settings = settings_with_search(True)
+    settings.limits["fetch_url"] = 9
+    for name in STAGE_NAMES:
+        rendered = system_prompt(agent_run(project, name, settings, SEARCH_ON))
+        assert "Tools you do not have" not in rendered, name
+        budget = "the Researcher can fetch at most 9 pages and run"
+        assert (budget in rendered) == (name in ("refiner", "outliner")), name
+    refiner = system_prompt(agent_run(project, "refiner", settings, SEARCH_ON))
+    assert "`[S3]`" not in refiner and "Cite by id" not in refiner
+    assert "Cite by id" in system_prompt(agent_run(project, "researcher", settings, SEARCH_ON))
+    # A tool that could not be offered is still named, with why.
+    researcher = system_prompt(agent_run(project, "researcher", settings_with_search(True), {}))
+    assert "Tools you do not have:\n- web_search is not available in this run" in researcher
+    # Without web search there is no budget to state.
+    assert "Researcher can fetch" not in system_prompt(agent_run(project, "refiner", settings_with_search(False), {}))
+
+
+def test_the_title_follows_the_latest_artifact_that_set_it(project: Project) -> None:
+    settings = settings_with_search(False)
+    atomic_write_text(project.file("topic_brief.md"), "# The brief's working title\n\n## Angle\nx\n")
+    assert "Title: The brief's working title" in task_message(agent_run(project, "outliner", settings, {}))
+    atomic_write_text(project.file("outline.md"), "# How `try_trait_v2` changed ?\n\n## One (~300 words)\n")
+    assert "Title: How try_trait_v2 changed ?" in task_message(agent_run(project, "drafter", settings, {}))
+    atomic_write_text(project.file("draft_v1.md"), "# A draft's sharper title\n\nBody.\n")
+    for stage in ("content_reviewer", "fact_checker", "reviser"):
+        assert "Title: A draft's sharper title" in task_message(agent_run(project, stage, settings, {})), stage
+    # A stage is never told the title of an artifact written after it (a re-run outliner).
+    assert "Title: The brief's working title" in task_message(agent_run(project, "outliner", settings, {}))
 
 
 def test_with_web_search_the_researcher_cites_and_later_stages_cite_what_was_archived(project: Project) -> None:

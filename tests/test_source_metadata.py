@@ -287,6 +287,9 @@ def test_apa_like_entries() -> None:
     assert reference_url(replace(hnsw, doi="", arxiv_id="1603.09320")) == "https://arxiv.org/abs/1603.09320"
     page = cited("S2", "https://www.blog.example/post", "A post")
     assert reference_entry(page) == "A post. (n.d.). blog.example. https://www.blog.example/post"
+    # Markdown characters in a title are escaped, never dropped (the `|` of "X | Y" stayed lost).
+    piped = cited("S3", "https://peps.example/604", "Allow writing union types as X | Y")
+    assert reference_entry(piped).startswith("Allow writing union types as X \\| Y. (n.d.).")
     many = replace(hnsw, authors=tuple(f"Ann Author{i}" for i in range(25)))
     assert reference_entry(many).startswith("Author0, A., Author1, A.,")
     assert "Author18, A., . . . Author24, A. (2018)" in reference_entry(many)

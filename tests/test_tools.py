@@ -12,11 +12,12 @@ from pensieve import prompts
 from pensieve.config import Settings
 from pensieve.project.events import EventLog
 from pensieve.project.listing import new_project
-from pensieve.project.workspace import Workspace
+from pensieve.project.workspace import Workspace, atomic_write_text
 from pensieve.stages import BY_NAME, STAGES
 from pensieve.tools import catalog
+from pensieve.tools.files import staged_path
 from pensieve.tools.projects import list_projects
-from pensieve.tools.registry import ToolContext
+from pensieve.tools.registry import ToolContext, ToolError
 from pensieve.tools.stats import text_stats
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "tool_schemas.json"
@@ -65,6 +66,31 @@ async def test_text_stats(tmp_path: Path) -> None:
         "reading_time_minutes": 0.01,
     }
     assert (await text_stats.function(ctx, text=""))["word_count"] == 0
+
+
+async def test_text_stats_measures_a_project_file_by_name(tmp_path: Path) -> None:
+    """The polisher measured its 8,500-character article by sending all of it back as an
+    argument (seen by hand); a file name does the same without echoing the text."""
+    ctx = ctx_for(tmp_path)
+    atomic_write_text(ctx.project.file("draft_v2.md"), "# Title\n\n" + " ".join(["word"] * 300))
+    assert await text_stats.function(ctx, filename="draft_v2.md") == {
+        "filename": "draft_v2.md",
+        "word_count": 302,
+        "char_count": 9 + 300 * 5 - 1,
+        "reading_time_minutes": 1.51,
+    }
+    # The polisher's own final.md in progress is what it measures, as read_project_file reads it.
+    staged = staged_path(ctx, "final.md")
+    staged.parent.mkdir(parents=True, exist_ok=True)
+    staged.write_text("# Final\n\nOne two three.\n")
+    assert (await text_stats.function(ctx, filename="final.md"))["word_count"] == 5
+    for bad, message in [
+        ({"filename": "missing.md"}, "file 'missing.md' does not exist"),
+        ({"filename": "../outside.md"}, r"\.\."),
+        ({"filename": "final.md", "text": "x"}, "give either text or filename, not both"),
+    ]:
+        with pytest.raises(ToolError, match=message):
+            await text_stats.function(ctx, **bad)
 
 
 async def test_list_projects_omits_projects_without_brief_or_status(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from pensieve.config import load_settings
 from pensieve.tools import offered_tools
 from pensieve.tools.registry import ToolError
 from pensieve.tools.web import web_search
+from pensieve.web.search_providers import plain
 from tests.conftest import Home
 from tests.fakes.search_server import FakeSearch
 from tests.fakes.web_site import FakeSite
@@ -148,3 +149,15 @@ async def test_one_request_per_second_across_concurrent_callers(web_home: Home, 
     assert len(times) == 4
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert min(gaps) >= 0.9, gaps
+
+
+def test_snippets_lose_their_markup_but_keep_the_angle_brackets_of_code() -> None:
+    """Seen by hand on an article about impl Trait: every `Box<dyn Trait>` in the search
+    results had lost its `<dyn Trait>`, stripped as if it were a tag."""
+    snippet = (
+        "Return <strong>impl Trait</strong> instead of Box<dyn Trait> or Vec<T>; "
+        "fn f<'a>(x: &'a str) <br/><jats:p>An abstract</jats:p> <span class=\"hl\">kept</span>"
+    )
+    assert plain(snippet) == (
+        "Return impl Trait instead of Box<dyn Trait> or Vec<T>; fn f<'a>(x: &'a str) An abstract kept"
+    )

@@ -74,10 +74,12 @@ class SourceLike(Protocol):
 
 def _one_line(text: str) -> str:
     """Metadata comes from web pages: one line, and nothing that opens markdown syntax or
-    breaks a citation apart (brackets, parentheses, semicolons, emphasis, code, tags)."""
+    breaks a citation apart. Brackets become parentheses; emphasis, code, tag and table
+    characters are escaped, not dropped, so a title such as "union types as X | Y" keeps
+    its characters in the rendered reference."""
     text = " ".join(str(text or "").split())
     text = text.replace("[", "(").replace("]", ")")
-    return re.sub(r"[*`<>|\\]", "", text).strip()
+    return re.sub(r"([*`<>|\\])", r"\\\1", text).strip()
 
 
 def _label_part(text: str) -> str:

@@ -16,7 +16,7 @@ class Problem:
     file: str
     kind: str  # unknown_citation | unfetched_url | quote_not_in_source | missing_reference |
     #            orphan_reference | duplicate_reference | reference_mismatch | low_citation_share |
-    #            unaddressed_claim
+    #            unaddressed_claim | consistency (a consistency report's open finding)
     detail: str
 
     def __str__(self) -> str:

@@ -310,6 +310,8 @@ def bare_urls(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class FactRow:
+    cells: int  # how many cells the row has, against the header's `columns`: a stray `|` adds one
+    columns: int
     number: str
     claim: str
     cited: list[str]
@@ -333,6 +335,45 @@ def _cell_ids(cell: str) -> list[str]:
     return list(dict.fromkeys(f"S{n}" for n in _CELL_ID.findall(cell)))
 
 
+def split_table_row(line: str) -> list[str]:
+    """The cells of one markdown table row, stripped.
+
+    A `|` escaped as `\\|` or inside a code span (`` `X | Y` ``) belongs to its cell (models
+    write both, and a topic about the `|` operator needs them); escaped pipes come back as
+    `|`. Only the row's outer pipes and the unescaped ones outside code are separators."""
+    body = line.strip()
+    body = body[1:] if body.startswith("|") else body
+    cells: list[str] = []
+    current: list[str] = []
+    ticks = 0  # the length of the backtick run that opened the current code span; 0: outside
+    i = 0
+    while i < len(body):
+        char = body[i]
+        if char == "\\" and i + 1 < len(body) and body[i + 1] == "|":
+            current.append("|")
+            i += 2
+            continue
+        if char == "`":
+            run = len(body[i:]) - len(body[i:].lstrip("`"))
+            if ticks == 0 and body.find("`" * run, i + run) != -1:
+                ticks = run  # a span opens only where it also closes
+            elif ticks == run:
+                ticks = 0
+            current.append("`" * run)
+            i += run
+            continue
+        if char == "|" and ticks == 0:
+            cells.append("".join(current).strip())
+            current = []
+        else:
+            current.append(char)
+        i += 1
+    last = "".join(current).strip()
+    if last or not body.rstrip().endswith("|"):
+        cells.append(last)
+    return cells
+
+
 def parse_fact_table(text: str) -> list[FactRow]:
     """Rows of the fact check table: | # | claim | cited id | verdict | evidence |."""
     rows: list[FactRow] = []
@@ -342,7 +383,7 @@ def parse_fact_table(text: str) -> list[FactRow]:
         if not line.startswith("|"):
             header = None
             continue
-        cells = [c.strip() for c in line.strip("|").split("|")]
+        cells = split_table_row(line)
         if header is None:
             lowered = [normalize(c).strip("*_ ") for c in cells]
             if any(c.startswith("verdict") for c in lowered) and any(c.startswith("claim") for c in lowered):
@@ -358,6 +399,8 @@ def parse_fact_table(text: str) -> list[FactRow]:
         evidence = cell("evidence", "quote")
         rows.append(
             FactRow(
+                cells=len(cells),
+                columns=len(header),
                 number=cell("#", "no", "n") or str(len(rows) + 1),
                 claim=cell("claim"),
                 cited=_cell_ids(cell("cited", "source", "citation")),

@@ -41,6 +41,7 @@ from pensieve.json_text import print_json
 
 if TYPE_CHECKING:  # the real imports sit inside the commands: `list` and `--help` load no pipeline
     from pensieve.citations.check import CheckReport
+    from pensieve.citations.summary import Problem
     from pensieve.config import Settings
     from pensieve.project.listing import ProjectRow
     from pensieve.project.source_archive import ArchivedSource
@@ -462,30 +463,38 @@ def check(
     as_json: JsonOpt = False,
 ) -> None:
     """Verify citations without a model: ids exist in the source archive, quotes appear in their
-    sources, reference lists match; reports the share of cited paragraphs. Exit 1 on problems."""
+    sources, reference lists match; reports the share of cited paragraphs. Also lists what the
+    consistency report still finds (problems) and sourced facts a rewrite dropped (warnings).
+    Exit 1 on problems."""
 
-    def action() -> tuple[CheckReport, dict[str, Any] | None, float, str | None]:
+    def action() -> tuple[CheckReport, dict[str, Any] | None, float, str | None, list[Problem], list[str]]:
         from pensieve.citations.hooks import check_project
         from pensieve.cli.evidence import evidence_for_check
         from pensieve.config import load_settings
+        from pensieve.evidence.lost_facts import project_lost_facts
+        from pensieve.run.findings import report_problems
 
         project = workspace_of(workspace).existing_project(project_id)
         settings = load_settings()
         report = check_project(project, settings)
+        # What the consistency checker still finds, and sourced facts a rewrite dropped.
+        findings, lost = report_problems(project), [fact.line() for fact in project_lost_facts(project)]
         try:
             evidence, skipped = evidence_for_check(project, settings), None
         except PensieveError as exc:  # no embedding model: the citation check still stands
             err.print(f"note: the evidence check was skipped: {exc}", markup=False)
             evidence, skipped = None, str(exc)
-        return report, evidence, settings.check.min_supported_share, skipped
+        return report, evidence, settings.check.min_supported_share, skipped, findings, lost
 
-    report, evidence, min_supported, skipped = guarded(action)
+    report, evidence, min_supported, skipped, findings, lost = guarded(action)
     low_share = share_problem(evidence, min_supported, skipped)
     if as_json:
         summary = report.summary()
-        if low_share is not None:  # the JSON says what the exit status says
-            summary = summary.model_copy(update={"ok": False, "problems": [*summary.problems, low_share]})
+        extra = [*findings, *([low_share] if low_share is not None else [])]
+        if extra:  # the JSON says what the exit status says
+            summary = summary.model_copy(update={"ok": False, "problems": [*summary.problems, *extra]})
         data = summary.model_dump(mode="json")
+        data["warnings"] = lost
         if evidence is not None:
             data["evidence"] = {
                 "file": evidence["file"],
@@ -509,11 +518,14 @@ def check(
                 f"paragraphs cited ({share})",
                 markup=False,
             )
-        for problem in report.problems:
+        for problem in [*report.problems, *findings]:
             out.print(f"problem: {problem}", markup=False)
-        out.print("ok: every citation checks out" if report.ok else f"{len(report.problems)} problem(s)", markup=False)
+        for warning in lost:
+            out.print(f"warning: {warning}", markup=False)
+        count = len(report.problems) + len(findings)
+        out.print("ok: every citation checks out" if not count else f"{count} problem(s)", markup=False)
         print_check_evidence(evidence, low_share)
-    if not report.ok or low_share is not None:
+    if not report.ok or findings or low_share is not None:
         raise typer.Exit(1)
 
 

@@ -367,11 +367,22 @@ class ClaimsTable(Requirement):
                 "no claims table",
                 "write one row per claim under the header | # | claim | cited id | verdict | evidence |",
             )
-        odd = [f'claim {row.number} "{row.verdict}"' for row in rows if _verdict(row.verdict) not in VERDICTS]
+        odd = [row for row in rows if _verdict(row.verdict) not in VERDICTS]
         if not odd:
             return None
+        split = [row for row in odd if row.cells != row.columns]
+        if split:
+            # The verdict column holds the wrong text because a `|` inside a cell split it:
+            # say that, not "bad verdict" (which sends the model after the wrong fix).
+            numbers = ", ".join(f"{row.number} ({row.cells} cells)" for row in split[:8])
+            return self.violation(
+                f"rows with more or fewer cells than the header's {split[0].columns}: claim {numbers}; "
+                "a | inside a cell splits it",
+                "write a | inside a cell as \\| (or inside `code`), so each row has exactly the header's cells",
+            )
         return self.violation(
-            f"verdicts that are not one of {', '.join(VERDICTS)}: {', '.join(odd[:8])}",
+            f"verdicts that are not one of {', '.join(VERDICTS)}: "
+            + ", ".join(f'claim {row.number} "{row.verdict}"' for row in odd[:8]),
             "give each claim exactly one of those verdicts",
         )
 

@@ -306,3 +306,10 @@ def _cut(text: str, span: Span) -> list[Span]:
             out.append(Span(offset, offset + len(piece), piece))
         start = end
     return out
+
+
+def body_sentences(text: str) -> list[Span]:
+    """Every sentence of the article's body, cited or not (prose only, as cited_sentences reads it)."""
+    end = article_extent(text)
+    skip = code_spans(text)
+    return [span for start, stop in _prose_blocks(text, 0, end, skip) for span in split_sentences(text, start, stop)]

@@ -54,12 +54,15 @@ class StageModelClient:
 
     @property
     def context_window(self) -> int | None:
-        """The model's window in tokens: llm.context_window, else litellm's model info, else None."""
-        return llm.context_window(self.model, self.settings.llm.api_base, self.settings.llm.context_window)
+        """The model's window in tokens: agents.<stage>.context_window or llm.context_window
+        (Settings.context_window_for), else litellm's model info, else None."""
+        configured = self.settings.context_window_for(self.stage)
+        return llm.context_window(self.model, self.settings.llm.api_base, configured)
 
     @property
     def context_chars(self) -> int:
-        """The conversation's character budget: llm.max_context_chars, lowered to fit the window."""
+        """The conversation's character budget: the window less the reply's share, under
+        llm.max_context_chars when set (llm.context_chars)."""
         llm_settings = self.settings.llm
         return llm.context_chars(llm_settings.max_context_chars, self.context_window, llm_settings.max_output_tokens)
 

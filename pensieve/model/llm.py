@@ -425,15 +425,21 @@ def context_window(model: str, api_base: str | None, configured: int | None) -> 
     return window
 
 
-def context_chars(max_chars: int, window: int | None, max_output_tokens: int | None) -> int:
-    """The conversation's character budget: `llm.max_context_chars`, lowered so the prompt
-    and the reply both fit in `window` tokens; `max_chars` as it is when the window is unknown."""
+DEFAULT_CONTEXT_CHARS = 240_000  # the budget when neither llm.max_context_chars nor the window is known
+
+
+def context_chars(max_chars: int | None, window: int | None, max_output_tokens: int | None) -> int:
+    """The conversation's character budget.
+
+    It follows the model's `window` (tokens): what is left after a share kept for the
+    reply (`max_output_tokens`, never more than half the window; a quarter when replies are
+    uncapped), at CHARS_PER_TOKEN characters a token. `llm.max_context_chars`, when set, is a
+    ceiling on top (a cost cap); with neither a window nor a setting, 240,000 characters."""
     if not window:
-        return max_chars
-    # Room for the reply, but never more than half the window (a 4k model with 4k of output).
+        return max_chars or DEFAULT_CONTEXT_CHARS
     reserve = min(max_output_tokens, window // 2) if max_output_tokens else window // 4
     fits = int((window - reserve) * CHARS_PER_TOKEN)
-    return max(min(max_chars, fits), MIN_CONTEXT_CHARS)
+    return max(min(max_chars, fits) if max_chars else fits, MIN_CONTEXT_CHARS)
 
 
 def _retry_after(exc: Exception) -> float | None:

@@ -45,6 +45,17 @@ class Usage(BaseModel):
         return self.prompt_tokens + self.completion_tokens
 
 
+class ContextStats(BaseModel):
+    """What one stage's last attempt sent the model: requests, characters (the whole
+    conversation of each request, summed), tool results elided to fit the budget, and calls
+    made again because their result had been elided."""
+
+    requests: int = 0
+    chars_sent: int = 0
+    elided: int = 0
+    rereads: int = 0
+
+
 class StageStatus(BaseModel):
     status: StageState = "pending"
     started_at: str | None = None
@@ -59,6 +70,10 @@ class StageStatus(BaseModel):
     # cut_off), tool calls the model wrote as text, and the contracts its artifact broke.
     repairs: list[str] = Field(default_factory=list)
     text_tool_calls: int = 0
+    context: ContextStats = Field(default_factory=ContextStats)
+    # Sourced sentences of the version this stage rewrote that its artifact no longer says
+    # (pensieve/evidence/lost_facts.py): warnings for the writer, not failures.
+    lost_facts: list[str] = Field(default_factory=list)
     violations: list[str] = Field(default_factory=list)
     artifact: str | None = None
     artifact_sha256: str | None = None

@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pensieve import prompts
@@ -21,19 +23,17 @@ from pensieve.model.llm import LLMReply, ToolCall
 from pensieve.model.textcalls import parse_text_tool_calls
 from pensieve.project.events import EventKind
 from pensieve.project.source_archive import SourceArchive
+from pensieve.project.status import ContextStats
 from pensieve.run.context import compact
 from pensieve.run.dispatch import LoopDetected, ToolBox
 from pensieve.run.finishing import Finisher
-from pensieve.stages import Artifact
+from pensieve.stages import STAGES, TITLE_ARTIFACTS, Artifact
 from pensieve.tool_matrix import cap_for
 from pensieve.tools import TOOL_NAMES, offered_tools
 from pensieve.tools.files import MAX_WRITE_CHARS
 from pensieve.tools.projects import document_title
 from pensieve.tools.registry import Tool, ToolContext
 from pensieve.web.catalog import CATALOG
-
-if TYPE_CHECKING:
-    from pensieve.config import Settings
 
 if TYPE_CHECKING:
     from pensieve.config import Settings
@@ -57,6 +57,8 @@ class AgentRun:
     # tool calls found in the text of replies.
     tool_calls: Counter[str] = field(default_factory=Counter)
     text_tool_calls: int = 0
+    # What the conversation cost in context (status.json's `context` of the stage).
+    context: ContextStats = field(default_factory=ContextStats)
 
 
 def _filename(arguments: str) -> str:
@@ -117,6 +119,20 @@ def _write_by_round(max_rounds: int) -> int:
     return max(1, max_rounds - max(2, max_rounds // 4))
 
 
+def research_budget(settings: Settings, environ: Mapping[str, str]) -> str:
+    """What the Researcher can read, for the stages that choose the scope; "" without web search."""
+    offered, _missing = offered_tools(("web_search", "fetch_url"), settings, environ)
+    tools = {t.name: t for t in offered}
+    if "web_search" not in tools or "fetch_url" not in tools:
+        return ""
+    fetches, searches = (tool_cap(tools[name], settings) for name in ("fetch_url", "web_search"))
+    rounds = settings.max_rounds_for("researcher")
+    return (
+        f"The research is bounded: the Researcher can fetch at most {fetches} pages and run {searches} "
+        f"searches, in {rounds} rounds. Scope the article so that about {fetches} sources can carry it."
+    )
+
+
 def system_prompt(run: AgentRun) -> str:
     settings = run.ctx.settings
     stage = run.ctx.stage
@@ -126,6 +142,7 @@ def system_prompt(run: AgentRun) -> str:
     names = {t.name for t in run.tools}
     max_rounds = settings.max_rounds_for(stage.name)
     caps = ", ".join(f"{t.name} {tool_cap(t, settings)}" for t in run.tools)
+    budget = research_budget(settings, run.ctx.environ) if stage.scopes else ""
     variables: dict[str, str | bool] = {
         "stage": stage.name,
         "project": run.ctx.project.id,
@@ -133,7 +150,8 @@ def system_prompt(run: AgentRun) -> str:
         "reads": ", ".join(reads),
         "writes": stage.writes,
         "tools": offered or "none",
-        "unavailable_tools": missing or "\n- none",
+        "unavailable": bool(missing),
+        "unavailable_tools": missing,
         "target_words": str(settings.article.target_words),
         "audience": settings.article.audience,
         "style": settings.article.style,
@@ -143,26 +161,36 @@ def system_prompt(run: AgentRun) -> str:
         "max_rounds": str(max_rounds),
         "write_by_round": str(_write_by_round(max_rounds)),
         "tool_caps": caps or "none",
-        "sourced": has_sources(run),
+        "cites": stage.cites,
+        "sourced": stage.cites and has_sources(run),
         "web_search": "web_search" in names,
         "academic_search": "web_search" in names and academic_configured(settings),
         "topic_memory": "search_topics" in names,
+        "research_budget": budget,
+        "has_research_budget": bool(budget),
     }
     common = prompts.render_file("_common.md", variables)
     body = prompts.render_file(stage.prompt, variables)
     return f"{body.strip()}\n\n{common.strip()}\n"
 
 
+def _title_of(path: Path) -> str:
+    try:
+        return document_title(path.read_text(encoding="utf-8", errors="replace")) if path.is_file() else ""
+    except OSError:
+        return ""
+
+
 def brief_title(run: AgentRun) -> str:
-    """The article's title as far as the project knows it: the `# Title` of topic_brief.md
-    (after the refiner), else the first heading or first line of the user's brief.md."""
+    """The article's title as far as the project knows it: the `# Title` of the latest
+    artifact that sets one (topic brief, outline, drafts, final; stages.TITLE_ARTIFACTS)
+    written before this stage, else the first heading or first line of the user's brief.md.
+    (An outliner that chose a better title than the brief's is followed by every later stage.)"""
     project = run.ctx.project
-    if run.ctx.stage.writes != Artifact.TOPIC_BRIEF:
-        path = project.file(Artifact.TOPIC_BRIEF)
-        try:
-            title = document_title(path.read_text(encoding="utf-8", errors="replace")) if path.is_file() else ""
-        except OSError:
-            title = ""
+    position = next(i for i, row in enumerate(STAGES) if row.name == run.ctx.stage.name)
+    earlier = {row.writes for row in STAGES[:position]}
+    for artifact in reversed(TITLE_ARTIFACTS):
+        title = _title_of(project.file(artifact)) if artifact in earlier else ""
         if title:
             return title
     return document_title(project.read_brief(), first_line=True)
@@ -218,15 +246,22 @@ async def run_agent(run: AgentRun) -> str:
         reason = str(exc)
     finally:
         run.tool_calls.update(box.calls)
+        run.context.rereads = box.rereads
     run.ctx.events.emit(EventKind.NOTE, stage, message=finisher.accept_staged(reason))
     return ""
 
 
 async def _model_turn(run: AgentRun, box: ToolBox, messages: list[dict[str, Any]]) -> LLMReply:
-    stage = run.ctx.stage.name
-    elided = compact(messages, run.client.context_chars, forget=box.forget)
+    row = run.ctx.stage
+    inputs = {*row.reads, *row.optional_reads, row.writes}
+    elided = compact(messages, run.client.context_chars, forget=box.forget, inputs=inputs)
     if elided:
-        run.ctx.events.emit(EventKind.CONTEXT_COMPACTED, stage, elided_tool_results=elided)
+        run.ctx.events.emit(EventKind.CONTEXT_COMPACTED, row.name, elided_tool_results=elided)
+    run.context.requests += 1
+    run.context.elided += elided
+    run.context.chars_sent += sum(
+        len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in messages
+    )
     return await run.client.complete(messages, tools=box.schemas() or None)
 
 

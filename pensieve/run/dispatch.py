@@ -69,11 +69,15 @@ class ToolBox:
         self.missing = dict(missing or {})
         self.calls: Counter[str] = Counter()
         self.repeats: Counter[str] = Counter()
+        # Calls whose results were elided, and how many of them the model made again.
+        self.forgotten: set[str] = set()
+        self.rereads = 0
 
     def forget(self, name: str, raw_arguments: str) -> None:
         """The result of this call was elided from the context (pensieve.run.context): the model no
         longer has it, so making the call again is a re-read, not a repeat."""
         key = _raw_repeat_key(name, raw_arguments)
+        self.forgotten.add(key)
         if self.repeats[key] > 0:
             self.repeats[key] -= 1
 
@@ -111,6 +115,10 @@ class ToolBox:
     async def call(self, name: str, raw_arguments: str) -> ToolOutcome:
         started = time.monotonic()
         stage = self.ctx.stage.name
+        key = _raw_repeat_key(name, raw_arguments)
+        if key in self.forgotten:
+            self.forgotten.discard(key)
+            self.rereads += 1
         warning = self._repeat(name, raw_arguments)
         if warning:
             return self._error(warning, started)

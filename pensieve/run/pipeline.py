@@ -26,6 +26,7 @@ from pensieve.project.events import EventBus, EventKind, EventLog, EventSink, Su
 from pensieve.project.staleness import demote_missing, input_hashes
 from pensieve.project.status import Status, Usage, load_status, save_status
 from pensieve.project.workspace import Project, atomic_copy, atomic_write_text, remove_stale_temporaries
+from pensieve.run import findings
 from pensieve.run.agent import AgentRun, run_agent
 from pensieve.run.commit import (
     COMMIT_MARKER,
@@ -162,6 +163,7 @@ class Runner:
             self._fail(stage, f"internal error: {type(exc).__name__}: {exc}")
             raise
         self.events.emit(EventKind.STAGE_END, stage.name, usage=self.status.stages[stage.name].usage.model_dump())
+        self._record_lost_facts(stage)
         fix = self.check_citations(stage) if stage.citation_check else None
         unsupported = await self.check_evidence(stage) if stage.evidence else None
         return "\n\n".join(t for t in (fix, unsupported) if t) or None
@@ -272,6 +274,7 @@ class Runner:
         finally:
             entry.tool_calls, entry.repairs = dict(run.tool_calls), list(run.finisher.asked)
             entry.text_tool_calls = run.text_tool_calls
+            entry.context = run.context
         entry.violations = []
         self._transform_staged(stage)
         self._finish_commit(stage, mark_committed(self.project, stage))
@@ -292,7 +295,9 @@ class Runner:
         """Record the check's figures and problems; say what to fix if the stage is resent."""
         report = citation_hooks.check_project(self.project, self.settings, stage.writes)
         self.status.check = report.summary()
-        self.status.problems = [str(p) for p in report.problems]
+        # The consistency checker's problems are its own: a citation check does not clear them.
+        kept = [p for p in self.status.problems if findings.is_problem(p)]
+        self.status.problems = [*(str(p) for p in report.problems), *kept]
         self.status.stages[stage.name].check_pending = False
         self.save()
         self.events.emit(
@@ -304,6 +309,55 @@ class Runner:
             citations_checked=report.citations_checked,
         )
         return citation_hooks.resend_instructions(report, stage) if stage.resend_on_failed_check else None
+
+    def _record_lost_facts(self, stage: Stage) -> None:
+        """The sourced sentences of the version this stage rewrote that its artifact lacks."""
+        if stage.revises is None:
+            return
+        from pensieve.evidence.lost_facts import stage_lost_facts
+
+        found = stage_lost_facts(self.project, stage)
+        if found is None:
+            return
+        before = found[0].draft if found else stage.revises
+        self.status.stages[stage.name].lost_facts = [fact.line() for fact in found]
+        self.save()
+        if found:
+            self.events.note(
+                f"{len(found)} sourced sentence(s) of {before} are no longer in {stage.writes} "
+                f"(lost facts; `pensieve check {self.project.id}` lists them)",
+                stage.name,
+            )
+
+    # -- findings that act (pensieve/run/findings.py) -----------------------------------------
+    def _findings_fix(self, stage: Stage, acted: set[str]) -> tuple[Stage, str] | None:
+        """After a checking stage: record what its report still finds as problems; the stage
+        to send the findings to, with what to tell it, when one fix turn is due."""
+        if stage.findings_to is None:
+            return None
+        path = self.project.file(stage.writes)
+        report = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+        found = findings.parse_findings(report)
+        self.status.problems = [
+            *(p for p in self.status.problems if not findings.is_problem(p)),
+            *(str(problem) for problem in findings.problems(found, stage.writes)),
+        ]
+        self.save()
+        target = BY_NAME[stage.findings_to]
+        due = (
+            found.actionable
+            and stage.name not in acted
+            and self.settings.check.fix_findings
+            and self._in_scope(target.name)
+        )
+        if not due:
+            return None
+        acted.add(stage.name)
+        self.events.note(
+            f"{stage.name}: {len(found.items)} finding(s) in {target.writes}; sending them to {target.name} "
+            f"for one fix, then checking again"
+        )
+        return target, findings.fix_instructions(found, stage.writes, target.writes)
 
     # -- claim-level evidence (pensieve/evidence/): one hook, these three methods ------------
     def evidence_feedback(self, stage: Stage) -> str:
@@ -462,6 +516,11 @@ class Runner:
         running: dict[asyncio.Task[str | None], str] = {}
         resent: set[str] = set(self.resend_after_recovery)
         first_instructions = dict(self.resend_after_recovery)
+        acted: set[str] = set()  # checking stages whose findings had their fix turn
+        recheck: dict[str, str] = {}  # a stage fixing findings -> the checker to run after it
+
+        def start(name: str, instructions: str = "") -> None:
+            running[asyncio.create_task(self.run_stage(BY_NAME[name], instructions))] = name
 
         def ready(name: str) -> bool:
             # Selection already holds every unfinished dependency, so waiting for the
@@ -487,7 +546,12 @@ class Runner:
                         elif exc is not None:
                             raise exc
                         elif self._resend(name, task.result(), resent):
-                            running[asyncio.create_task(self.run_stage(BY_NAME[name], task.result() or ""))] = name
+                            start(name, task.result() or "")
+                        elif name in recheck:
+                            start(recheck.pop(name))
+                        elif (fix := self._findings_fix(BY_NAME[name], acted)) is not None:
+                            recheck[fix[0].name] = name
+                            start(fix[0].name, fix[1])
         except TimeoutError:
             await self._fail_running(running, f"run deadline of {deadline:g}s (run.deadline_s) exceeded", result)
         except BaseException:

@@ -203,6 +203,24 @@ async def _sanitized(text: str) -> str:
     return await asyncio.to_thread(sanitize, text, collapse_whitespace=False)
 
 
+async def read_whole_file(ctx: ToolContext, filename: str, limit: int = MAX_READ_CHARS) -> str:
+    """Up to `limit` characters of a project file, as read_project_file finds it (the stage's
+    own artifact in progress, never through a link), for tools that take a file by name."""
+    relative = check_relative_name(filename)
+    name = str(relative)
+    target = resolve_inside(ctx.project.dir, relative)
+    staged = staged_path(ctx, name)
+    if name == ctx.stage.writes and staged.is_file():
+        target = staged
+    if not target.is_file():
+        raise ToolError(f"file {name!r} does not exist; pass the text itself, or the name of a project file")
+    try:
+        window = await asyncio.to_thread(_read_window, target, 0, limit)
+    except OSError as exc:
+        raise ToolError(f"cannot read {name!r}: {exc.strerror}") from None
+    return window.text
+
+
 @tool(default_limit=12)
 async def write_project_file(ctx: ToolContext, filename: str, content: str) -> str:
     """Write a file in the current project directory, replacing it if it exists.

@@ -26,7 +26,9 @@ SUMMARY_CHARS = 300
 _HEAD_BYTES = 64_000  # the title and opening paragraph are near the top of the file
 
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
-_EMPHASIS = re.compile(r"[*_`]+")
+# Emphasis and code marks; an underscore only at a word's edge (`_x_`), never inside a name:
+# "try_trait_v2" stayed "trytraitv2" in every stage's task (seen by hand).
+_EMPHASIS = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)")
 # [1], [1, 2], [1-3], [S3], [S1; S2]: reader-facing citation marks, noise in a summary.
 _CITATION = re.compile(r"\s*\[(?:S?\d+(?:\s*[,;\u2013-]\s*S?\d+)*)\]", re.I)
 

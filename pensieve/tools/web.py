@@ -314,7 +314,7 @@ async def _fetch_and_archive(ctx: ToolContext, url: str, need_raw: bool) -> _Pag
 
 def _extract_clean(body: bytes, media_type: str, charset: str | None, url: str) -> tuple[str, str]:
     extracted = extract(body, media_type, charset, url)
-    return sanitize(extracted.title)[:300], sanitize(extracted.text)
+    return sanitize(extracted.title)[:300], sanitize(extracted.text, keep_indent=True)
 
 
 def known_urls(ctx: ToolContext) -> KnownUrls:
@@ -373,6 +373,22 @@ def _work_line(source: ArchivedSource) -> str:
     return "Work: " + "; ".join(parts) + "\n"
 
 
+def _read_on(ctx: ToolContext, source: ArchivedSource, text: str, shown: int) -> str:
+    """The cut's note, with the call that reads on: the whole text is in the archive, after
+    the front matter, so the offset is where the cut falls in that file."""
+    try:
+        archived = read_file_nofollow(ctx.project.dir / source.file, 64_000_000).decode("utf-8", errors="replace")
+    except OSError:
+        archived = ""
+    start = archived.find(text[:200]) if archived else -1
+    where = (
+        f"read_project_file(filename={source.file!r}, offset={start + shown}) reads on from here"
+        if start >= 0
+        else f"read_project_file(filename={source.file!r}) has the whole page, in parts"
+    )
+    return f"\n[... truncated: {len(text) - shown:,} of {len(text):,} characters cut (fetch.max_chars); {where}]"
+
+
 @tool(default_limit=10, unavailable=web_off)
 async def fetch_url(ctx: ToolContext, url: str, mode: Literal["text", "raw", "summary"] = "text") -> str:
     """Fetch a web page and return its content (pages are kept in the project's sources/ archive).
@@ -412,7 +428,11 @@ async def fetch_url(ctx: ToolContext, url: str, mode: Literal["text", "raw", "su
         return f"{header}\n{wrap(source.final_url, body + notes)}"
     if not page.text.strip():
         return f"{header}\nThe page has no readable text{' (' + page.cut_note + ')' if page.cut_note else ''}."
-    text = cap(page.text, max_chars)
+    text = (
+        page.text
+        if len(page.text) <= max_chars
+        else page.text[:max_chars] + _read_on(ctx, source, page.text, max_chars)
+    )
     content = f"Title: {page.title or '(none)'}\n{_work_line(source)}\n{text}{notes}"
     if mode == "text":
         return f"{header}\n{wrap(source.final_url, content)}"

@@ -35,7 +35,14 @@ from pensieve.web.fetcher import FetchError, read_capped
 from pensieve.web.identifiers import canonical_url
 from pensieve.web.ratelimit import Pacer
 
-_TAGS = re.compile(r"<[^>]+>")
+# Markup in snippets and abstracts: HTML's inline and block elements (lowercase, as providers
+# write them), namespaced tags (JATS's <jats:p>) and any tag with an attribute. Not every
+# <...>: "Box<dyn Trait>", "Vec<T>" and "<'a>" are the words of a snippet about generics.
+_TAGS = re.compile(
+    r"</?(?:(?:a|abbr|b|br|code|div|em|h[1-6]|hr|i|img|li|mark|ol|p|pre|s|small|span|strong|sub|sup|u|ul)"
+    r"|[A-Za-z][\w.-]*:[\w.-]+)(?:\s[^<>]*)?/?>"
+    r"|<[A-Za-z][\w:-]*\s+[^<>]*=[^<>]*>"
+)
 _TITLE_KEY_MIN = 30  # shorter titles ("Introduction") are too common to identify a work
 # An answer larger than this once decoded is that provider's error: a few KB of stacked gzip
 # would otherwise decode to gigabytes (the largest real answers are well under 1 MB).

@@ -175,6 +175,17 @@ class FakeSite:
             return self._huge(h)
         if path == "/missing":
             return self._send(h, 404, "text/html", b"<h1>Not found</h1>")
+        if path == "/code":
+            code = 'fn main() {\n    let x = 1;\n    if x &gt; 0 {\n        println!("{}", x);\n    }\n}'
+            intro = "An example of a program whose indentation matters to a reader, with enough words to be kept."
+            body = f"<p>{intro}</p>\n<pre><code>{code}</code></pre>\n<p>{intro} Again, after the code.</p>"
+            html = article_html("Code page", "").replace("</h1>", "</h1>\n" + body)
+            return self._send(h, 200, "text/html; charset=utf-8", html.encode())
+        if path.startswith("/long/"):
+            # A long page of its own per number (a source a careful fact checker reads whole).
+            number = path.rsplit("/", 1)[1]
+            page = article_html(f"Long source {number}", f"Distinct fact {number}.\n" + long_body(3_000)).encode()
+            return self._send(h, 200, "text/html; charset=utf-8", page)
         if path == "/big-article":
             page = article_html("A long article", long_body(15_000)).encode()
             return self._send(h, 200, "text/html; charset=utf-8", page)
