@@ -40,8 +40,8 @@ from pensieve.project.listing import new_project
 from pensieve.project.status import load_status
 from pensieve.project.workspace import LOCK_FILE, STATUS_FILE, Workspace
 from pensieve.stages import BY_NAME, STAGE_NAMES
-from pensieve.tools.projects import list_projects
 from pensieve.tools.registry import RunResources, ToolContext
+from pensieve.tools.workspace import list_projects
 from tests.fakes.artifacts import artifact
 
 # One in KINDS[i % len(KINDS)]: what each project of the workspace is.

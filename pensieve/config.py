@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from pensieve.config_files import _ENV_OVERRIDES, config_path
+from pensieve.config_files import ENV_OVERRIDES, config_path
 from pensieve.config_files import pensieve_home as pensieve_home  # re-exported: callers import it from here
 from pensieve.errors import UsageError, format_validation_error
 from pensieve.stages import BY_NAME, STAGE_NAMES
@@ -396,11 +396,11 @@ class ContractsSettings(_Section):
 def default_tool_limits() -> dict[str, int]:
     """Each tool's own per-stage call cap (`@tool(default_limit=...)`), in catalog order.
 
-    Imported when settings are built, not when this module is: `pensieve list` and
+    Read from the light name table (`tool_matrix.BUILTIN_TOOLS`): `pensieve list` and
     `status` import config without paying for the tool modules (httpx, the web code)."""
-    from pensieve.tools import CATALOG
+    from pensieve.tool_matrix import DEFAULT_LIMITS
 
-    return {tool.name: tool.default_limit for tool in CATALOG}
+    return dict(DEFAULT_LIMITS)
 
 
 def _check_limit_key(name: str) -> str:
@@ -536,25 +536,12 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return {key: ({} if value is None else value) for key, value in data.items()}
 
 
-class _SettingsForChecking(Settings):
-    """Settings without the tool catalog's limits: checking a config that has no `limits:`
-    section must not import every tool (httpx, the web code) into `pensieve list`."""
-
-    limits: dict[str, int] = Field(default_factory=dict)
-
-    @field_validator("limits")
-    @classmethod
-    def _known_tools(cls, value: dict[str, int]) -> dict[str, int]:
-        return value
-
-
 def validate_config(home: Path, env: dict[str, str]) -> None:
     """Validate the configuration as `load_settings` would (raises the same UsageError)
-    without building what only a run needs; `config_files.check_config` calls it."""
+    without building what only a run needs; `cli.config_check.check_config` calls it."""
     path = config_path(home, env)
-    # Tool names in `limits:` can only be checked against the catalog itself.
     data = _read_yaml(path) if path else {}
-    _build(Settings if "limits" in data else _SettingsForChecking, path, data, env, None)
+    _build(Settings, path, data, env, None)
 
 
 def load_settings(
@@ -585,7 +572,7 @@ def _build(
     except RecursionError:
         raise UsageError(f"{source}: nested too deeply; a config file is a few levels of sections") from None
     layered: dict[str, dict[str, Any]] = {}
-    for var, (section, key, _kind) in _ENV_OVERRIDES.items():
+    for var, (section, key, _kind) in ENV_OVERRIDES.items():
         if env.get(var):
             layered.setdefault(section, {})[key] = env[var]
     for section, values in (overrides or {}).items():

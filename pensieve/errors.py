@@ -3,6 +3,7 @@ one wording of a pydantic validation error inside their messages."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -35,10 +36,35 @@ def has_lone_surrogate(text: str) -> bool:
     return False
 
 
+def shown_name(name: str, limit: int = 60) -> str:
+    """A file name someone gave, quoted for one line of an error: control characters escaped
+    (repr: a newline in a name never splits the line), and cut when it is longer than anyone
+    needs to recognise it."""
+    if name.isprintable() and len(name) <= limit:
+        return name  # an ordinary name reads best as it is
+    text = repr(name)
+    return text if len(text) <= limit else f"{text[: limit - 5]}...{text[0]} ({len(name)} characters)"
+
+
+class ErrorKind(StrEnum):
+    """What sort of refusal an error is, for callers that answer other than with an exit code
+    (the studio maps it to 400, 404 or 409) instead of sorting messages by their words."""
+
+    BAD_INPUT = "bad_input"  # the request itself is wrong: fix it and ask again
+    NOT_FOUND = "not_found"  # it names something that does not exist
+    CONFLICT = "conflict"  # it clashes with what exists or runs now
+
+
 class PensieveError(Exception):
     """An expected failure with a one-line message for the user."""
 
     exit_code = 1
+    kind = ErrorKind.BAD_INPUT
+
+    def __init__(self, message: str = "", *, kind: ErrorKind | None = None) -> None:
+        super().__init__(message)
+        if kind is not None:
+            self.kind = kind
 
 
 class UsageError(PensieveError):
@@ -51,6 +77,7 @@ class ProjectBusy(PensieveError):
     """Another process holds the project's run lock (exit 1)."""
 
     exit_code = 1
+    kind = ErrorKind.CONFLICT
 
 
 class CorruptState(PensieveError):

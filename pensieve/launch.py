@@ -63,7 +63,7 @@ def list_json_workspace(args: list[str]) -> str | None:
 def _list_json(workspace: str) -> str | None:
     """The text `pensieve list --json` prints; None when anything went wrong (the full
     command line then runs the same steps and explains the problem)."""
-    from pensieve.config_files import checked_workspace
+    from pensieve.cli.config_check import checked_workspace
     from pensieve.json_text import json_text
     from pensieve.project.listing import summarize_projects
 

@@ -98,6 +98,12 @@ class Stage:
     # What the artifact must be before it is committed (pensieve.contracts); None: only the
     # checks every artifact gets (not a tool call, refusal, echo or <think> block).
     contract: contracts.Contract | None = None
+    # The artifact is a version of the article itself (a draft or the final article): what
+    # `show`, export, the studio's Read page and the evidence check are about.
+    article: bool = False
+    # The model of this stage judges weak evidence (evidence.judge), unless
+    # evidence.judge_model names another: the fact checker, whose job that already is.
+    judges_evidence: bool = False
     # Whether the stage's artifact states facts that cite sources. The refiner's topic brief
     # does not: its prompt carries no citation rules, with or without web search.
     cites: bool = True
@@ -163,6 +169,7 @@ STAGES: tuple[Stage, ...] = (
         transform=_with_references,
         citation_check=True,
         evidence=True,
+        article=True,
     ),
     Stage(
         name="content_reviewer",
@@ -184,6 +191,7 @@ STAGES: tuple[Stage, ...] = (
         contract=contracts.FACT_CHECK,
         after=("drafter",),
         temperature=0.2,
+        judges_evidence=True,
     ),
     Stage(
         name="style_reviewer",
@@ -216,6 +224,7 @@ STAGES: tuple[Stage, ...] = (
         citation_check=True,
         evidence=True,
         evidence_from=Artifact.DRAFT_V1,
+        article=True,
     ),
     Stage(
         name="polisher",
@@ -233,6 +242,7 @@ STAGES: tuple[Stage, ...] = (
         resend_on_failed_check=True,
         evidence=True,
         evidence_from=Artifact.DRAFT_V2,
+        article=True,
     ),
     Stage(
         name="consistency_checker",
@@ -242,6 +252,7 @@ STAGES: tuple[Stage, ...] = (
         reads=(Artifact.TOPIC_BRIEF, Artifact.FINAL),
         writes=Artifact.CONSISTENCY_REPORT,
         findings_to="polisher",
+        cites=False,
         contract=contracts.CONSISTENCY_REPORT,
         after=("polisher",),
         temperature=0.2,
@@ -252,6 +263,24 @@ STAGE_NAMES: tuple[str, ...] = tuple(stage.name for stage in STAGES)
 BY_NAME: dict[str, Stage] = {stage.name: stage for stage in STAGES}
 ARTIFACTS: frozenset[str] = frozenset(stage.writes for stage in STAGES)
 
+# What the rows say about their artifacts, for every layer that asks (never a hand-written
+# tuple of file names elsewhere: a new row changes these by its fields alone).
+# The versions of the article, in pipeline order: draft_v1.md, draft_v2.md, final.md.
+ARTICLE_VERSIONS: tuple[Artifact, ...] = tuple(stage.writes for stage in STAGES if stage.article)
+# The reader's article: the last version (the default of `show`, `export` and the studio).
+FINAL_ARTICLE: Artifact = ARTICLE_VERSIONS[-1]
+# The files that cite archived sources: those whose reference list code writes (a row with a
+# citation transform), research notes first.
+CITING_FILES: tuple[Artifact, ...] = tuple(stage.writes for stage in STAGES if stage.transform is not None)
+# The artifacts whose cited sentences are aligned with their sources (rows with `evidence`).
+EVIDENCE_CHECKED: tuple[Artifact, ...] = tuple(stage.writes for stage in STAGES if stage.evidence)
+# The citing files whose citations stay the model's own `[S1]` markers (no reader's version).
+MARKED_FILES: tuple[Artifact, ...] = tuple(s.writes for s in STAGES if s.transform not in (None, _for_reader))
+# The artifact whose claims table the citation check reads (the fact check's contract).
+CLAIMS_TABLE: Artifact = next(stage.writes for stage in STAGES if stage.contract is contracts.FACT_CHECK)
+# The stage whose model judges weak evidence unless evidence.judge_model says otherwise.
+EVIDENCE_JUDGE: Stage = next(stage for stage in STAGES if stage.judges_evidence)
+
 
 def get_stage(name: str) -> Stage:
     from pensieve.errors import UsageError
@@ -260,6 +289,16 @@ def get_stage(name: str) -> Stage:
         return BY_NAME[name]
     except KeyError:
         raise UsageError(f"unknown stage {name!r}; stages are: {', '.join(STAGE_NAMES)}") from None
+
+
+def writer_of(artifact: str) -> Stage:
+    """The stage whose row writes `artifact` (every artifact but the brief has one)."""
+    return next(stage for stage in STAGES if stage.writes == artifact)
+
+
+def comes_after(artifact: str, earlier: str) -> bool:
+    """Whether the stage writing `artifact` runs after (depends on) the one writing `earlier`."""
+    return writer_of(artifact).name in downstream_of(writer_of(earlier).name)[1:]
 
 
 def downstream_of(name: str) -> list[str]:

@@ -21,19 +21,37 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pensieve.config import Settings
 
+
+@dataclass(frozen=True)
+class ToolName:
+    """A built-in tool as the configuration and the contracts know it, without importing it."""
+
+    name: str  # model-facing: what the model calls
+    canonical: str  # what the configuration names (`agents.<stage>.tools`, `limits`)
+    default_limit: int  # calls per stage unless `limits.<name>` says otherwise
+
+
+# Every built-in tool, in catalog order: the light mirror of `@tool(canonical=...,
+# default_limit=...)` on each function, read by `config` and `contracts` (which `pensieve
+# list` imports) so that they never import the tool modules. `pensieve.tools` refuses to
+# import when its catalog and this table disagree.
+BUILTIN_TOOLS: tuple[ToolName, ...] = (
+    ToolName("web_search", "web.search", 5),
+    ToolName("fetch_url", "web.fetch_url", 10),
+    ToolName("search_topics", "topics.search", 3),
+    ToolName("read_project_file", "project.read_file", 20),
+    ToolName("write_project_file", "project.write_file", 12),
+    ToolName("text_stats", "text.stats", 10),
+    ToolName("list_projects", "workspace.list_projects", 3),
+    # The workspace library (issue 30): the researcher's and the fact checker's.
+    ToolName("search_library", "library.search", 6),
+    ToolName("read_library_document", "library.read_document", 8),
+    ToolName("edit_project_file", "project.edit_file", 20),
+)
+TOOL_NAMES: tuple[str, ...] = tuple(t.name for t in BUILTIN_TOOLS)
 # Model-facing name -> canonical name of every built-in tool, in catalog order.
-CANONICAL: Mapping[str, str] = {
-    "web_search": "web.search",
-    "fetch_url": "web.fetch_url",
-    "search_topics": "topics.search",
-    "read_project_file": "project.read_file",
-    "write_project_file": "project.write_file",
-    "text_stats": "text.stats",
-    "list_projects": "workspace.list_projects",
-    "search_library": "library.search",
-    "read_library_document": "library.read_document",
-    "edit_project_file": "project.edit_file",
-}
+CANONICAL: Mapping[str, str] = {t.name: t.canonical for t in BUILTIN_TOOLS}
+DEFAULT_LIMITS: Mapping[str, int] = {t.name: t.default_limit for t in BUILTIN_TOOLS}
 MODEL_FACING: Mapping[str, str] = {canonical: name for name, canonical in CANONICAL.items()}
 
 MCP_PREFIX = "mcp."

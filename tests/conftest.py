@@ -23,6 +23,34 @@ from tests.fakes.model_server import FakeModel
 # litellm must never fetch its price list from the network during tests.
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
+
+def _isolate_user_directories() -> None:
+    """The suite's processes get a home and cache of their own (removed at the end), so a
+    test run writes nothing into the user's ~/.cache/pensieve, ~/.config or anywhere under ~.
+    Set once per session: pytest-xdist workers inherit it from the controller."""
+    if os.environ.get("PENSIEVE_TEST_USER_HOME"):
+        return
+    import atexit
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="pensieve-test-user-"))
+    os.environ["PENSIEVE_TEST_USER_HOME"] = str(root)
+    os.environ["HOME"] = str(root / "home")
+    for variable, folder in (("XDG_CACHE_HOME", "cache"), ("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data")):
+        os.environ[variable] = str(root / folder)
+    (root / "home").mkdir()
+    pid = os.getpid()
+
+    def remove() -> None:
+        if os.getpid() == pid:  # only the process that made it (forked children run atexit too)
+            shutil.rmtree(root, ignore_errors=True)
+
+    atexit.register(remove)
+
+
+_isolate_user_directories()
+
 # A suite started as a shell's background job inherits SIGINT ignored, and so would every
 # `pensieve run` a test starts and then interrupts: they would run on as if never asked.
 # The tests' processes hear Ctrl-C as a user's do, however the suite was launched.

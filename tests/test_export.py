@@ -616,3 +616,22 @@ def test_export_after_a_real_pipeline_run(home: Home) -> None:
     assert data["title"] == title and data["sections"]
     bundle = Path(home.run("export", pid, "--bundle").stdout.strip())
     assert home.run("export", "--verify", str(bundle)).exit_code == 0
+
+
+def test_json_sentences_are_the_sentences_the_evidence_check_judged() -> None:
+    """One sentence splitter (evidence.segment): an abbreviation or an initial ends no
+    sentence in the JSON export either, and a citation stays with the sentence it closes."""
+    from pensieve.evidence.segment import split_sentences as evidence_sentences
+    from pensieve.publish.json_export import split_sentences
+
+    cite = "\ue0003\ue001"
+    text = f"HNSW was described by Malkov et al. in 2016, e.g. for search. {cite} It is fast! Dr. Li agrees."
+    assert split_sentences(text) == [
+        f"HNSW was described by Malkov et al. in 2016, e.g. for search. {cite}",
+        "It is fast!",
+        "Dr. Li agrees.",
+    ]
+    plain = text.replace(f" {cite}", " [S3]")
+    assert [s.text for s in evidence_sentences(plain, 0, len(plain))] == [
+        s.replace(f" {cite}", " [S3]") for s in split_sentences(text)
+    ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from pensieve.evidence.lost_facts import lost_facts
-from pensieve.run.findings import parse_findings
+from pensieve.run.findings import fix_instructions, parse_findings
 from tests.conftest import Home
 from tests.fakes.model_server import call, text
 from tests.fakes.web_site import FakeSite
@@ -41,6 +41,14 @@ def test_a_report_s_verdict_and_findings_are_read_in_the_forms_models_write() ->
     assert parse_findings(nothing).needs_attention and not parse_findings(nothing).actionable
 
 
+def test_the_fix_turn_starts_from_the_text_with_source_ids_when_the_article_was_renumbered() -> None:
+    found = parse_findings(NEEDS_ATTENTION)
+    told = fix_instructions(found, "consistency_report.md", "final.md", "scratch/final.md")
+    assert told.startswith('The consistency checker read final.md and its verdict is "needs attention"')
+    assert "Start from scratch/final.md, your previous text with source ids" in told
+    assert told.endswith("use HNSW.") and "\n1. The code block" in told and "\n2. " in told
+
+
 def run_to_the_end(home: Home, pid: str) -> None:
     result = home.run("run", pid, "--quiet")
     assert result.exit_code == 0, result.stderr
@@ -58,10 +66,15 @@ def test_needs_attention_sends_the_findings_to_the_polisher_once_then_checks_aga
     polisher_tasks = [r.messages[1]["content"] for r in home.model.for_stage("polisher") if len(r.messages) == 2]
     assert len(polisher_tasks) == 2
     assert "needs attention" in polisher_tasks[1] and "label it 3.6 to 3.9" in polisher_tasks[1]
+    # It works on final.md (unsourced here: not renumbered), and gets no other list to follow.
+    assert "Read final.md and write it again" in polisher_tasks[1] and "unsupported" not in polisher_tasks[1]
     checker_runs = [r for r in home.model.for_stage("consistency_checker") if len(r.messages) == 2]
     assert len(checker_runs) == 2
     status = json.loads((home.project_dir(pid) / "status.json").read_text())
     assert status["status"] == "complete" and status["problems"] == []  # the re-check found it consistent
+    # What each stage was sent counts every attempt, the fix turn and the re-check included.
+    assert status["stages"]["polisher"]["context"]["requests"] == len(home.model.for_stage("polisher"))
+    assert status["stages"]["consistency_checker"]["context"]["requests"] == len(checker_runs) * 2
     assert home.run("check", pid).exit_code == 0
 
 

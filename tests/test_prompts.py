@@ -21,8 +21,8 @@ from pensieve.run.commit import staged_artifact
 from pensieve.run.finishing import Finisher
 from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES
 from pensieve.tools import offered_tools
-from pensieve.tools.projects import document_title, earlier_articles, list_projects, opening_paragraph
 from pensieve.tools.registry import ToolContext
+from pensieve.tools.workspace import document_title, earlier_articles, list_projects, opening_paragraph
 from tests.conftest import Home
 
 SEARCH_ON = {"SEARCH_API_KEY": "test-key"}

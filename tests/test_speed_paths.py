@@ -158,7 +158,7 @@ def test_sanitize_drops_exactly_the_control_characters_it_always_dropped() -> No
 def test_list_checks_the_configuration_and_remembers_only_a_valid_one(home: Home) -> None:
     import os
 
-    from pensieve.config_files import config_check_record
+    from pensieve.cli.config_check import config_check_record
 
     pid = home.new()
     record = config_check_record(home.path, dict(os.environ))

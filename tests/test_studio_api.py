@@ -49,6 +49,7 @@ ROUTES = [
     ("GET", "/api/projects/p1/versions"),
     ("GET", "/api/projects/p1/diff?a=draft_v1.md&b=draft_v2.md"),
     ("GET", "/api/projects/p1/sources"),
+    ("GET", "/api/projects/p1/estimate"),
     ("GET", "/api/topics"),
     ("GET", "/api/queue"),
 ]

@@ -16,9 +16,9 @@ from pensieve.project.workspace import Workspace, atomic_write_text
 from pensieve.stages import BY_NAME, STAGES
 from pensieve.tools import catalog
 from pensieve.tools.files import staged_path
-from pensieve.tools.projects import list_projects
 from pensieve.tools.registry import ToolContext, ToolError
 from pensieve.tools.stats import text_stats
+from pensieve.tools.workspace import list_projects
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "tool_schemas.json"
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pensieve.errors import UsageError
+from pensieve.errors import UsageError, shown_name
 from pensieve.hashing import sha256_of_bytes
 from pensieve.project.workspace import BRIEF_FILE, Project, Workspace, check_name, slugify
 
@@ -247,7 +247,7 @@ def read_items(path: Path) -> list[BatchItem]:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise UsageError(f"cannot read batch file {path}: {exc.strerror}") from None
+        raise UsageError(f"cannot read batch file {shown_name(str(path))}: {exc.strerror}") from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:

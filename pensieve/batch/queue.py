@@ -3,7 +3,7 @@
 Each project run is one DBOS workflow on the workspace's queue; its steps are the waves of
 the stage graph (refiner, researcher, outliner, drafter, the three reviewers at once,
 reviser, polisher, consistency checker), each run by the ordinary pipeline
-(`pipeline.Runner`) with `--until` the wave's last stage. DBOS records each finished step,
+(`run.pipeline.run_project`) with `--until` the wave's last stage. DBOS records each finished step,
 and the pipeline's two-step commit and status.json keep a finished stage from running
 again whichever process picks the workflow up after a crash.
 
@@ -515,7 +515,7 @@ class Worker:
 
     def run_wave(self, job: Job, until: str) -> dict[str, Any]:
         from pensieve.project.status import load_status
-        from pensieve.run.pipeline import Runner, project_settings
+        from pensieve.run.pipeline import RunResult, project_settings, run_project
         from pensieve.run.preflight import RunOptions, preflight
 
         self._park_if_stopping()
@@ -533,15 +533,16 @@ class Worker:
             return {"status": "complete" if doc.status == "complete" else "paused", "error": None}
         self._say(f"{project.id}: {', '.join(selected)}")
         deadline = time.monotonic() + LOCK_WAIT_S
+
+        def loop(work: Coroutine[object, None, RunResult]) -> RunResult:
+            result: RunResult = self._run(project.id, work)
+            return result
+
         while True:
             try:
-                with project.run_lock():
-                    runner = Runner(project, settings, options, self._reporter(project.id), env)
-                    try:
-                        result = self._run(project.id, runner.run(selected))
-                    finally:
-                        if runner.mcp is not None:
-                            runner.mcp.kill_leftovers()  # whatever the loop could not close (no orphans)
+                result = run_project(
+                    project, settings, options, self._reporter(project.id), env, selected=selected, loop=loop
+                )
                 break
             except ProjectBusy as exc:
                 self._park_if_stopping()

@@ -47,11 +47,10 @@ from pensieve.citations.text import (
     strip_code,
 )
 from pensieve.project.source_archive import normalize_url
-from pensieve.stages import Artifact
+from pensieve.stages import CITING_FILES, CLAIMS_TABLE, Artifact, comes_after
 from pensieve.web.identifiers import canonical_urls
 
 # The artifacts that cite sources, in pipeline order; final.md is numbered for the reader.
-CITING_FILES = (Artifact.RESEARCH_NOTES, Artifact.DRAFT_V1, Artifact.DRAFT_V2, Artifact.FINAL)
 UNSUPPORTED = ("contradicted", "not found", "uncited")
 
 
@@ -457,9 +456,11 @@ def run_check(
         order = order[: order.index(upto) + 1]
     for name in order:
         if name in texts:
-            share = min_share if name != Artifact.RESEARCH_NOTES else 0.0
+            # The share bar applies when the run could cite: with no archived source the
+            # drafter was told not to cite, and an unsourced article is not a failed one.
+            share = min_share if name != Artifact.RESEARCH_NOTES and sources else 0.0
             check_text(name, texts[name], sources, share, report, style)
-    if Artifact.FACT_CHECK in texts and (upto is None or upto in (Artifact.DRAFT_V2, Artifact.FINAL)):
+    if Artifact.FACT_CHECK in texts and (upto is None or comes_after(upto, CLAIMS_TABLE)):
         unsupported = check_fact_table(texts[Artifact.FACT_CHECK], sources, report)
         if Artifact.DRAFT_V2 in texts:
             check_revision_notes(texts[Artifact.DRAFT_V2], unsupported, report)

@@ -10,10 +10,10 @@ from pensieve.citations.check import CheckReport, Problem, run_check
 from pensieve.citations.cited_sources import load_sources
 from pensieve.config import Settings
 from pensieve.project.workspace import Project
-from pensieve.stages import Artifact, Stage
+from pensieve.stages import CITING_FILES, CLAIMS_TABLE, Stage
 
 # Every file the check reads when it exists; `upto` limits which of them must be consistent.
-_INPUTS = (Artifact.RESEARCH_NOTES, Artifact.DRAFT_V1, Artifact.DRAFT_V2, Artifact.FINAL, Artifact.FACT_CHECK)
+_INPUTS = (*CITING_FILES, CLAIMS_TABLE)
 
 
 def transform_artifact(project: Project, stage: Stage, text: str, settings: Settings | None = None) -> str:

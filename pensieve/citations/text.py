@@ -29,7 +29,7 @@ URL_START = rf"(?:https?|{MCP_SCHEME}|{LIBRARY_SCHEME})://"
 # A URL written out in text; a pair of parentheses inside it is kept (Foo_(bar)), the
 # brackets or parenthesis around it are not.
 URL = re.compile(URL_START + r"(?:[^\s<>()\[\]\"'`]|\([^\s<>()\[\]\"'`]*\))+")
-_REFERENCE_HEADING = re.compile(r"^#{1,6}\s*(references|sources|bibliography|works cited)\s*$", re.I | re.M)
+REFERENCE_HEADING = re.compile(r"^#{1,6}\s*(references|sources|bibliography|works cited)\s*$", re.I | re.M)
 _ANY_HEADING = re.compile(r"^#{1,6}\s", re.M)
 # The Reviser's own notes section: exactly the heading reviser.md asks for ("## Revision
 # notes", any level, emphasis or a colon allowed), or that phrase alone on a bold line.
@@ -105,7 +105,7 @@ def cited_ids(text: str) -> list[str]:
 def split_references(text: str) -> tuple[str, str | None]:
     """(body, reference section or None). The reference section runs to the next heading."""
     # The last such heading: an article may discuss "sources" earlier on.
-    match = next(reversed(list(_REFERENCE_HEADING.finditer(text))), None)
+    match = next(reversed(list(REFERENCE_HEADING.finditer(text))), None)
     if match is None:
         return text, None
     rest = text[match.end() :]
@@ -134,7 +134,7 @@ def split_notes(text: str) -> tuple[str, str | None]:
     for later_level, later in headings:
         if later.start() <= notes.start() or later_level > level:
             continue
-        if not _REFERENCE_HEADING.fullmatch(later.group(0)):
+        if not REFERENCE_HEADING.fullmatch(later.group(0)):
             return text, None  # a section of the article follows: these are not the notes
         end = min(end, later.start())
     article = text[: notes.start()].rstrip() + "\n"

@@ -6,4 +6,4 @@ its own. `main.app` is the Typer application; `launch` (one level up) answers `l
 before Typer is imported. Nothing imports this package but `launch` and the tests.
 """
 
-__all__ = ["batch", "evidence", "export", "main", "progress", "studio", "support", "tools", "topics"]
+__all__ = ["batch", "config_check", "evidence", "export", "main", "progress", "studio", "support", "tools", "topics"]

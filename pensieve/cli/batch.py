@@ -101,12 +101,9 @@ def batch(
         from pensieve.batch.items import add_sources, check_existing, read_items
         from pensieve.batch.queue import queue_url
         from pensieve.config import load_settings
-        from pensieve.stages import get_stage
+        from pensieve.run.preflight import RunOptions
 
-        if until is not None:
-            get_stage(until)
-        if model is not None and not model.strip():
-            raise UsageError("--model is empty; give a litellm model string such as openai/gpt-4o-mini")
+        RunOptions(until=until, model=model)  # refused as `pensieve run` refuses them
         if max_cost_usd is not None and not (math.isfinite(max_cost_usd) and max_cost_usd > 0):
             raise UsageError("--max-cost-usd must be a number more than 0")  # nan: `spent >= nan` never stops
         if max_cost_usd is not None and concurrency == 0:

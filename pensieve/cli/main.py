@@ -18,6 +18,7 @@ from rich.text import Text
 
 from pensieve import __version__
 from pensieve.cli.batch import register as register_batch
+from pensieve.cli.estimate import estimate as estimate_command
 from pensieve.cli.evidence import evidence as evidence_command
 from pensieve.cli.evidence import print_check_evidence, share_problem
 from pensieve.cli.export import register as register_export
@@ -31,12 +32,13 @@ from pensieve.cli.support import (
     fail,
     guarded,
     out,
+    silence,
     storage_error,
     workspace_of,
 )
 from pensieve.cli.tools import tools_command
 from pensieve.cli.topics import topics_app
-from pensieve.errors import PensieveError, UsageError
+from pensieve.errors import PensieveError, UsageError, shown_name
 from pensieve.json_text import print_json
 
 if TYPE_CHECKING:  # the real imports sit inside the commands: `list` and `--help` load no pipeline
@@ -75,8 +77,8 @@ def _read_brief(brief: str | None, file: Path | None) -> str:
         try:
             data = file.read_bytes()
         except OSError as exc:
-            raise UsageError(f"cannot read brief file {file}: {exc.strerror}") from None
-        source = str(file)
+            raise UsageError(f"cannot read brief file {shown_name(str(file))}: {exc.strerror}") from None
+        source = shown_name(str(file))
     elif brief == "-":
         data = sys.stdin.buffer.read()
         source = "standard input"
@@ -156,32 +158,34 @@ def run(
     force: Annotated[bool, typer.Option("--force", help="Re-run stages even if complete.")] = False,
     model: Annotated[str | None, typer.Option("--model", help="Model for this run (any litellm model string).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Plain line log instead of the live table.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show a failed model call's whole error chain (for bug reports).")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan and the estimate; call no model, change nothing.")
+    ] = False,
 ) -> None:
     """Run the stages that are not complete, in order; resumes wherever the project stopped.
 
-    Examples: pensieve run btrees --until outliner; pensieve run btrees --stage drafter
+    Examples: pensieve run btrees --until outliner; pensieve run btrees --stage drafter;
+    pensieve run btrees --dry-run
     """
 
     def prepare() -> tuple[Project, Settings, RunOptions]:
         from pensieve.config import load_settings
         from pensieve.run.preflight import RunOptions
-        from pensieve.stages import STAGE_NAMES, get_stage
 
-        for name in (stage, until, from_stage):
-            if name is not None:
-                get_stage(name)
-        if stage and (until or from_stage):
-            raise UsageError("--stage runs one stage; it cannot be combined with --until or --from")
-        if until and from_stage and STAGE_NAMES.index(from_stage) > STAGE_NAMES.index(until):
-            raise UsageError(f"--from {from_stage} comes after --until {until}; nothing would run")
+        options = RunOptions(stage=stage, until=until, force=force, model=model, from_stage=from_stage)
         check_text(model, "--model")
-        if model is not None and not model.strip():
-            raise UsageError("--model is empty; give a litellm model string such as openai/gpt-4o-mini")
         settings = load_settings()
         project = workspace_of(workspace).existing_project(project_id)
-        options = RunOptions(stage=stage, until=until, force=force, model=model, from_stage=from_stage)
         return project, settings, options
 
+    if dry_run:
+        from pensieve.cli.estimate import dry_run as print_plan
+
+        project, settings, options = guarded(prepare)
+        raise typer.Exit(guarded(lambda: print_plan(project, settings, options)))
     _hear_stop_requests()
     try:
         project, settings, options = guarded(prepare)
@@ -193,7 +197,7 @@ def run(
 
         for warning in preflight_warnings(settings, options):
             err.print(warning, markup=False)
-        reporter = make_reporter(quiet)
+        reporter = make_reporter(quiet, verbose)
         with reporter:
             result = run_project(project, settings, options, reporter)
     except PensieveError as exc:
@@ -307,7 +311,7 @@ def status(
         print_json(status_json(project, doc))
         return
     from pensieve.project.listing import effective_status
-    from pensieve.stages import Artifact
+    from pensieve.stages import ARTICLE_VERSIONS
 
     table = Table(box=None, pad_edge=False)
     for column in ("stage", "status", "started", "duration", "calls", "prompt tok", "compl tok", "cost", "error"):
@@ -340,7 +344,7 @@ def status(
     )
     if doc.check is not None:
         files = doc.check.files
-        latest = next((files[n] for n in (Artifact.FINAL, Artifact.DRAFT_V2, Artifact.DRAFT_V1) if n in files), None)
+        latest = next((files[n] for n in reversed(ARTICLE_VERSIONS) if n in files), None)
         share = latest.cited_paragraph_share if latest else None
         shown = f", {share:.0%} of paragraphs cite a source" if share is not None else ""
         out.print(
@@ -384,16 +388,20 @@ def show(
 
         project = workspace_of(workspace).existing_project(project_id)
         check_text(file, "the file name")
+        name = shown_name(file)
         if file.startswith(("/", "~")) or ".." in PurePosixPath(file).parts or "\x00" in file:
-            raise UsageError(f"{file!r}: give a file name inside the project, e.g. final.md")
+            raise UsageError(f"{name}: give a file name inside the project, e.g. final.md")
         try:
             path = resolve_inside(project.dir, PurePosixPath(file))
         except Exception:
-            raise UsageError(f"{file!r} is outside the project") from None
-        if not path.is_file():
-            have = ", ".join(sorted(p.name for p in project.dir.glob("*.md")))
-            raise UsageError(f"{project.id} has no {file} yet; it has: {have}")
-        return path.read_text(encoding="utf-8", errors="replace")
+            raise UsageError(f"{name} is outside the project") from None
+        try:
+            if not path.is_file():
+                have = ", ".join(sorted(p.name for p in project.dir.glob("*.md")))
+                raise UsageError(f"{project.id} has no {name} yet; it has: {have}")
+            return path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:  # a name too long for the file system, a directory...
+            raise UsageError(f"{name} cannot be read ({exc.strerror}); give a file name such as final.md") from None
 
     sys.stdout.write(guarded(action))
 
@@ -442,10 +450,11 @@ def repair(
 
     def action() -> str:
         from pensieve.project.status import rebuild_status
+        from pensieve.project.workspace import BRIEF_FILE
 
         ws = workspace_of(workspace)
         project = ws.project(project_id)
-        if not (project.dir / "brief.md").is_file() and not project.dir.is_symlink():
+        if not (project.dir / BRIEF_FILE).is_file() and not project.dir.is_symlink():
             raise UsageError(f"unknown project {project_id!r} in workspace {ws.name!r}")
         project.refuse_links()
         with project.run_lock():
@@ -473,9 +482,17 @@ def check(
         from pensieve.config import load_settings
         from pensieve.evidence.lost_facts import project_lost_facts
         from pensieve.run.findings import report_problems
+        from pensieve.stages import Artifact
 
         project = workspace_of(workspace).existing_project(project_id)
         settings = load_settings()
+        articles = (Artifact.DRAFT_V1, Artifact.DRAFT_V2, Artifact.FINAL)
+        if not any(project.file(name).is_file() for name in articles):
+            # "every citation checks out" of an article that does not exist would be a lie.
+            raise PensieveError(
+                f"{project.id} has no article yet ({', '.join(articles)} do not exist), so there is nothing "
+                f"to check; `pensieve run {project.id}` writes it"
+            )
         report = check_project(project, settings)
         # What the consistency checker still finds, and sourced facts a rewrite dropped.
         findings, lost = report_problems(project), [fact.line() for fact in project_lost_facts(project)]
@@ -534,6 +551,7 @@ register_export(app)
 register_batch(app)  # batch, worker, queue (pensieve/cli/batch.py)
 app.command("tools")(tools_command)
 app.command("evidence")(evidence_command)
+app.command("estimate")(estimate_command)
 app.command()(studio)
 
 
@@ -556,6 +574,11 @@ def main() -> None:
     """Every command line but the ones pensieve.launch answers itself (the entry point)."""
     try:
         app()
+    except BrokenPipeError:
+        # stdout went to a reader that stopped (`pensieve list | head`): what it wanted was
+        # printed. The usual quiet ending of a filter, not a traceback.
+        silence(sys.stdout)
+        silence(sys.stderr)
     finally:
         # The process is ending: without this, the interpreter's last collections walk every
         # object litellm and pydantic created (about a second after a run). Files are all

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from pensieve.cli.support import silence
 from pensieve.project.events import Event, EventKind
 from pensieve.redact import scrub
 
@@ -45,6 +46,9 @@ _ASKED_AGAIN = {
 class Display(ABC):
     """Event -> what a person sees; subclasses say how to show it."""
 
+    # `pensieve run --verbose`: a failed model call's whole exception chain too (bug reports).
+    verbose: bool = False
+
     def __call__(self, event: Event) -> None:
         stage = event.stage or ""
         match event.kind:
@@ -64,9 +68,13 @@ class Display(ABC):
                 )
             case EventKind.MODEL if event.get("error") is None:
                 self.model_called(stage, int(event.get("prompt_tokens", 0)), int(event.get("completion_tokens", 0)))
+            case EventKind.MODEL if self.verbose and event.get("detail"):
+                self.note(f"{stage}: model call failed: {event.get('detail')}")
             case EventKind.RETRY:
                 error, wait = str(event.get("error", ""))[:160], float(event.get("wait_s", 0.0))
                 self.note(f"{stage}: model call failed ({error}); retrying in {wait:.1f}s")
+                if self.verbose and event.get("detail"):
+                    self.note(f"{stage}: {event.get('detail')}")
             case EventKind.CITATION_CHECK if not event.get("ok"):
                 self.note(f"citation check after {stage}: {event.get('problem_count', 0)} problem(s)")
             case EventKind.EVIDENCE if (event.get("summary") or {}).get("cited_sentences"):
@@ -111,7 +119,12 @@ class PlainReporter(Display):
 
     def _line(self, text: str) -> None:
         elapsed = time.monotonic() - self.started
-        print(f"[{elapsed:7.1f}s] {scrub(text)}", file=self.stream, flush=True)
+        try:
+            print(f"[{elapsed:7.1f}s] {scrub(text)}", file=self.stream, flush=True)
+        except BrokenPipeError:
+            # The reader went away (`pensieve run ID 2>&1 | head`): the progress is only a
+            # view of events.jsonl, so the run goes on to its end, silently.
+            silence(self.stream)
 
     def stage_started(self, stage: str, model: str) -> None:
         self._line(f"{stage}: started ({model})")
@@ -190,8 +203,10 @@ class LiveReporter(Display):
         self.live.__exit__(exc_type, exc, tb)
 
 
-def make_reporter(quiet: bool = False) -> PlainReporter | LiveReporter:
+def make_reporter(quiet: bool = False, verbose: bool = False) -> PlainReporter | LiveReporter:
     console = Console(stderr=True)
-    if console.is_terminal and not quiet:
-        return LiveReporter(console)
-    return PlainReporter()
+    reporter: PlainReporter | LiveReporter = (
+        LiveReporter(console) if console.is_terminal and not quiet else PlainReporter()
+    )
+    reporter.verbose = verbose
+    return reporter

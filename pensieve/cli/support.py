@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import errno
+import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, NoReturn, TextIO, TypeVar
 
 import typer
 from rich.console import Console
 
-from pensieve.errors import PensieveError, UsageError, has_lone_surrogate
+from pensieve.errors import PensieveError, UsageError, has_lone_surrogate, shown_name
 
 if TYPE_CHECKING:  # imported for real inside the functions, so `--help` stays light
     from pensieve.project.workspace import Workspace
@@ -47,6 +48,10 @@ def storage_error(exc: OSError) -> PensieveError:
     """A file system failure (a full disk, a read-only directory, a refused link) as one
     line naming the path and the cause; files are written atomically, so none is left
     half-written (exit 1)."""
+    if exc.errno == errno.ENAMETOOLONG:
+        # Only a name someone gave is ever that long: bad input (exit 2), shown shortened.
+        named = shown_name(str(exc.filename)) if exc.filename else "a file name"
+        return UsageError(f"{named}: the file name is too long for the file system; give a shorter one")
     where = f"{exc.filename}: " if exc.filename else ""
     cause = exc.strerror or type(exc).__name__
     hint = ""
@@ -59,10 +64,21 @@ def storage_error(exc: OSError) -> PensieveError:
     return PensieveError(f"{where}{cause}{hint}")
 
 
+def silence(stream: TextIO) -> None:
+    """A closed pipe (`| head` has read enough) becomes /dev/null: later writes, and the
+    interpreter's flush at exit, succeed without output instead of raising BrokenPipeError."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # not a real file (a test's capture): nothing to redirect
+        pass
+
+
 def workspace_of(name: str) -> Workspace:
     """The workspace a command works in. Every command comes here first, so this is where
     the configuration is checked (cheaply) for the commands that do not load it whole."""
-    from pensieve.config_files import checked_workspace
+    from pensieve.cli.config_check import checked_workspace
 
     return checked_workspace(name)
 

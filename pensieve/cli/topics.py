@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from pensieve.cli.support import JsonOpt, WorkspaceOpt, check_text, err, guarded, out, workspace_of
-from pensieve.errors import UsageError
+from pensieve.errors import UsageError, shown_name
 from pensieve.json_text import print_json
 
 if TYPE_CHECKING:  # imported for real inside the commands: only search and reindex load the model
@@ -66,7 +66,7 @@ def topics_add(
             try:
                 text = file.read_bytes().decode("utf-8")
             except OSError as exc:
-                raise UsageError(f"cannot read {file}: {exc.strerror}") from None
+                raise UsageError(f"cannot read {shown_name(str(file))}: {exc.strerror}") from None
             except UnicodeDecodeError:
                 raise UsageError(f"{file} is not UTF-8 text; convert it to UTF-8") from None
         return add_topic(workspace_of(workspace), title, text, tags=parse_tags(tags), force=force)

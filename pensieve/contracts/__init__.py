@@ -161,6 +161,15 @@ def stage_error(stage: Stage, violations: Sequence[Violation], *, kept_as: str |
 
 
 __all__ = [
+    "ANY_ARTIFACT",
+    "CONSISTENCY_REPORT",
+    "DRAFT",
+    "FACT_CHECK",
+    "FINAL",
+    "OUTLINE",
+    "RESEARCH_NOTES",
+    "REVIEW",
+    "TOPIC_BRIEF",
     "TOPIC_BRIEF_SECTIONS",
     "Contract",
     "Requirement",

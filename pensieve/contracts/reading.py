@@ -18,8 +18,8 @@ SIMILARITY_CHARS = 1500  # MiniLM reads ~256 word pieces: the title and opening 
 @cache
 def tool_names() -> frozenset[str]:
     """The catalog's tools: a JSON object naming one is a tool call, whatever else it says.
-    Imported on first use: this module is imported with the stage table by `pensieve list`."""
-    from pensieve.tools import TOOL_NAMES
+    Read from the light name table: this module is imported with the stage table by `pensieve list`."""
+    from pensieve.tool_matrix import TOOL_NAMES
 
     return frozenset(TOOL_NAMES)
 

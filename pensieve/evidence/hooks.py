@@ -19,9 +19,8 @@ from pensieve.evidence.store import ALIGNED, VERSION, artifact_entry, readable_e
 from pensieve.evidence.vectors import VECTORS_DIR, VectorCache
 from pensieve.front_matter import split_front_matter
 from pensieve.project.workspace import Project
+from pensieve.stages import FINAL_ARTICLE
 from pensieve.topics.embedder import Embedder, get_embedder
-
-FINAL = "final.md"
 
 
 def thresholds(settings: Settings) -> Thresholds:
@@ -63,7 +62,7 @@ def align_file(
         return None
     text = path.read_text(encoding="utf-8", errors="replace")
     texts, urls = sources or load_source_texts(project.dir)
-    numbers, labels = reader_keys(project.dir, text, urls) if name == FINAL else (None, None)
+    numbers, labels = reader_keys(project.dir, text, urls) if name == FINAL_ARTICLE else (None, None)
     cache = cache or VectorCache(project.dir / VECTORS_DIR, embedder)
     alignment = align_text(name, text, texts, cache, embedder, thresholds(settings), numbers, labels)
     store(project, alignment, settings)

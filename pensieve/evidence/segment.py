@@ -21,8 +21,8 @@ from pensieve.citations.text import (
     normalize_citations,
     split_notes,
 )
+from pensieve.citations.text import REFERENCE_HEADING as _REFERENCE_HEADING  # the one reading of that heading
 
-_REFERENCE_HEADING = re.compile(r"^#{1,6}\s*(references|sources|bibliography|works cited)\s*$", re.I | re.M)
 _ANY_HEADING = re.compile(r"^#{1,6}\s", re.M)
 _LIST_MARKER = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)]|>)[ \t]+")
 # A sentence ends at . ! or ? (after closing quotes or brackets, and after any citations

@@ -18,10 +18,11 @@ from pensieve.errors import CorruptState
 from pensieve.hashing import sha256_of_bytes
 from pensieve.project.workspace import EVIDENCE_FILE as EVIDENCE_FILE  # its name lives with the other files'
 from pensieve.project.workspace import atomic_write_text, read_file_nofollow
+from pensieve.stages import EVIDENCE_CHECKED
 
 VERSION = 1
 # The artifacts aligned, in pipeline order; the last one that exists is the article.
-ALIGNED = ("draft_v1.md", "draft_v2.md", "final.md")
+ALIGNED: tuple[str, ...] = tuple(str(name) for name in EVIDENCE_CHECKED)
 VERDICTS = ("supported", "weak", "unsupported")
 # Far more than the alignment of the longest article writes; a larger evidence.json was
 # planted, and `list` must not read gigabytes to show one share.

@@ -67,7 +67,14 @@ class StageModelClient:
         return llm.context_chars(llm_settings.max_context_chars, self.context_window, llm_settings.max_output_tokens)
 
     def _on_retry(self, error: llm.LLMError, wait: float) -> None:
-        self.events.emit(EventKind.RETRY, self.stage, error=error.message, error_kind=error.kind, wait_s=round(wait, 2))
+        self.events.emit(
+            EventKind.RETRY,
+            self.stage,
+            error=error.message,
+            error_kind=error.kind,
+            detail=error.detail,
+            wait_s=round(wait, 2),
+        )
 
     async def complete(
         self,
@@ -102,10 +109,11 @@ class StageModelClient:
                 purpose=purpose,
                 error=error.message,
                 error_kind=error.kind,
+                detail=error.detail,
                 attempts=error.attempts,
                 duration_s=round(time.monotonic() - started, 3),
             )
-            raise StageFailed(model_failure(error, self.model)) from None
+            raise StageFailed(model_failure(error, self.model, self.settings.llm.api_base)) from None
         self.record_usage(reply)
         if reply.usage_clamped:
             self.events.emit(
@@ -133,15 +141,20 @@ class StageModelClient:
         return reply.text
 
 
-def model_failure(error: llm.LLMError, model: str) -> str:
+def model_failure(error: llm.LLMError, model: str, api_base: str | None = None) -> str:
+    """One line naming the model, where its calls go and what to do; never a class name."""
     if error.kind == "auth":
         hint = _key_hint(model)
         return f"the model provider refused the API key for {model} ({error.status or 'auth error'}); check {hint}"
     if error.kind == "not_found":
         return f"model {model!r} was not found by its provider; check llm.model / --model ({error.message})"
+    if error.kind in ("too_large", "other") and not error.detail:
+        line = error.message  # our own words (a refused answer, an empty response)
+    else:
+        line = llm.describe(error, model, api_base)
     if error.attempts > 1:
-        return f"model call failed after {error.attempts} attempts: {error.message}"
-    return f"model call failed: {error.message}"
+        return f"model call failed after {error.attempts} attempts: {line}"
+    return f"model call failed: {line}"
 
 
 def _key_hint(model: str) -> str:

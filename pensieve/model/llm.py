@@ -15,6 +15,7 @@ import json
 import math
 import os
 import random
+import re
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -57,6 +58,11 @@ class LLMError(Exception):
     status: int | None = None
     retry_after_s: float | None = None
     attempts: int = 1
+    # The whole exception chain as the libraries said it (class names included, secrets
+    # scrubbed): kept in events.jsonl and shown by `pensieve run --verbose` for bug reports.
+    detail: str = ""
+    # Nothing listens at the address (connection refused): a stopped server, a wrong port.
+    refused: bool = False
 
     def __str__(self) -> str:
         return self.message
@@ -442,6 +448,11 @@ def context_chars(max_chars: int | None, window: int | None, max_output_tokens: 
     return max(min(max_chars, fits) if max_chars else fits, MIN_CONTEXT_CHARS)
 
 
+# A refused connection to a loopback or private address: retried once, soon.
+REFUSED_LOCAL_RETRIES = 1
+REFUSED_WAIT_S = 1.0
+
+
 def _retry_after(exc: Exception) -> float | None:
     # litellm keeps the provider's headers in `litellm_response_headers`; its exception's
     # `response` is a stand-in whose headers are empty.
@@ -523,9 +534,88 @@ def classify(exc: Exception) -> LLMError:
     if kind == "server" and "Connection error" in str(exc):
         # litellm reports a refused or dropped connection as a 500 "Connection error."
         kind, status = "connection", None
-    message = scrub(f"{type(exc).__name__}: {exc}")
-    message = " ".join(message.split())[:600]
-    return LLMError(kind, message, status, _retry_after(exc))
+    detail = " ".join(scrub(_chain(exc)).split())[:2000]
+    nobody_listens = kind == "connection" and _is_refused(exc)
+    return LLMError(kind, plain_reason(str(exc)), status, _retry_after(exc), detail=detail, refused=nobody_listens)
+
+
+# What libraries put in front of a provider's words ("litellm.InternalServerError:
+# InternalServerError: OpenAIException - ") and object reprs ("<ssl.SSLContext object at
+# 0x7f...>"): nothing a person can act on, so never in the one line they are shown.
+_CLASS_PREFIX = re.compile(r"(?:\b(?:litellm\.)?[A-Z]\w*(?:Error|Exception)\b\s*(?::|-)\s*)+")
+_OBJECT_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>")
+
+
+def plain_reason(text: str) -> str:
+    """A provider's error text without library class names or object reprs, on one line."""
+    text = _OBJECT_REPR.sub("", scrub(text))
+    text = _CLASS_PREFIX.sub("", text)
+    text = " ".join(text.split()).strip(" .:-")
+    return text[:300]
+
+
+def _chain(exc: BaseException) -> str:
+    """Every exception of the chain, outermost first: `Class: message <- Class: message`."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(parts) < 8:
+        seen.add(id(current))
+        parts.append(f"{type(current).__module__}.{type(current).__qualname__}: {current}")
+        current = current.__cause__ or current.__context__
+    return " <- ".join(parts)
+
+
+_REFUSED_WORDS = ("connection refused", "connect call failed", "errno 111", "econnrefused")
+
+
+def _is_refused(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            return True
+        if any(word in str(current).lower() for word in _REFUSED_WORDS):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def where_calls_go(model: str, api_base: str | None) -> str:
+    """The address a model's calls go to, as a person would type it: scheme, host, port and
+    path of api_base (never its user, password or query), or the provider's name."""
+    base = _effective_base(model, api_base)
+    if not base:
+        return f"{model.split('/', 1)[0] if '/' in model else 'openai'}'s API"
+    try:
+        parts = urlsplit(base if "://" in base else f"http://{base}")
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return "the configured api_base"
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{port}" if port else host
+    return f"{parts.scheme}://{netloc}{parts.path}".rstrip("/")
+
+
+def describe(error: LLMError, model: str, api_base: str | None) -> str:
+    """One line a person can act on: what happened, to which model at which address, what to do."""
+    where = where_calls_go(model, api_base)
+    reason = f" ({error.message})" if error.message else ""
+    if error.kind == "connection" and error.refused:
+        return f"nothing answers at {where} ({model}): is the server running? Check llm.api_base"
+    if error.kind == "connection":
+        return f"cannot reach {where} ({model}){reason}: check the address and the network"
+    if error.kind == "timeout":
+        return f"{where} ({model}) did not answer in time{reason}: raise llm.timeout_s or check the server"
+    if error.kind == "rate_limit":
+        return f"{where} ({model}) is rate-limiting the calls{reason}: wait, or lower llm.max_concurrent_calls"
+    if error.kind == "server":
+        code = f" {error.status}" if error.status else ""
+        return f"{where} ({model}) answered with a server error{code}{reason}"
+    return f"{where} ({model}) refused the call{reason}"
 
 
 def _supported_params(litellm: Any, model: str) -> set[str] | None:
@@ -670,9 +760,16 @@ async def complete(
         except Exception as exc:
             error = exc if isinstance(exc, LLMError) else classify(exc)
             error.attempts = attempt
-            if not error.retryable or attempt > policy.retries:
+            retries = policy.retries
+            if error.refused and is_self_hosted(_effective_base(model, api_base)):
+                # Nothing listens on a machine of one's own: five tries over 20 s will not
+                # change that. One short retry covers a server that is still starting.
+                retries = min(retries, REFUSED_LOCAL_RETRIES)
+            if not error.retryable or attempt > retries:
                 raise error from None
             wait = policy.delay(attempt, error.retry_after_s)
+            if error.refused:
+                wait = min(wait, REFUSED_WAIT_S)
             if on_retry is not None:
                 on_retry(error, wait)
             await policy.sleep(wait)

@@ -46,14 +46,22 @@ class Usage(BaseModel):
 
 
 class ContextStats(BaseModel):
-    """What one stage's last attempt sent the model: requests, characters (the whole
-    conversation of each request, summed), tool results elided to fit the budget, and calls
-    made again because their result had been elided."""
+    """What a stage sent the model over all its attempts (a stage sent back, or re-run,
+    adds to it): requests, characters (the whole conversation of each request, summed), tool
+    results elided to fit the budget, and calls made again because their result had been elided."""
 
     requests: int = 0
     chars_sent: int = 0
     elided: int = 0
     rereads: int = 0
+
+    def plus(self, other: ContextStats) -> ContextStats:
+        return ContextStats(
+            requests=self.requests + other.requests,
+            chars_sent=self.chars_sent + other.chars_sent,
+            elided=self.elided + other.elided,
+            rereads=self.rereads + other.rereads,
+        )
 
 
 class StageStatus(BaseModel):

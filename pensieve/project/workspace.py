@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
-from pensieve.errors import ProjectBusy, UsageError
+from pensieve.errors import ErrorKind, ProjectBusy, UsageError
 from pensieve.redact import scrub_secret_bytes
 
 TMP_PREFIX = ".tmp-"
@@ -437,7 +437,9 @@ class Workspace:
         if not (project.dir / STATUS_FILE).is_file() and not project.dir.is_symlink():
             known = [p.id for p in self.projects()]
             hint = f"; projects here: {', '.join(known[:8])}" if known else "; create one with `pensieve new`"
-            raise UsageError(f"unknown project {project_id!r} in workspace {self.name!r}{hint}")
+            raise UsageError(
+                f"unknown project {project_id!r} in workspace {self.name!r}{hint}", kind=ErrorKind.NOT_FOUND
+            )
         project.refuse_links()
         return project
 
@@ -559,7 +561,10 @@ def create_project(
     """
 
     def taken(project_id: str) -> UsageError:
-        return UsageError(f"project {project_id!r} already exists in workspace {workspace.name!r}; choose another --id")
+        return UsageError(
+            f"project {project_id!r} already exists in workspace {workspace.name!r}; choose another --id",
+            kind=ErrorKind.CONFLICT,
+        )
 
     if project_id is not None:
         check_name("project id", project_id)

@@ -29,6 +29,8 @@ _STRAY_TAG = re.compile(r"\{\{\s*(?:#if\b|else\b|/if\b)[^}]*\}\}")
 
 Value = str | bool
 
+__all__ = ["PromptError", "Value", "load", "render", "render_file"]
+
 
 class PromptError(Exception):
     pass

@@ -5,3 +5,5 @@ attached); `render` turns it into an HTML fragment every HTML output shares (the
 and the studio's Read page); the other modules write one format each. Nothing here
 imports litellm or torch.
 """
+
+__all__ = ["bundle", "document", "export", "render"]

@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pensieve import __version__
-from pensieve.errors import PensieveError, UsageError
+from pensieve.errors import PensieveError, UsageError, shown_name
 from pensieve.hashing import sha256_of_bytes
 from pensieve.project.workspace import (
     TMP_PREFIX,
@@ -38,8 +38,8 @@ from pensieve.project.workspace import (
     special_file_kind,
 )
 from pensieve.publish.document import EVIDENCE_FILE, Article
-from pensieve.publish.export import check_replaceable
 from pensieve.publish.html import html_page
+from pensieve.publish.output import check_replaceable
 from pensieve.publish.render import bundle_source_path
 
 MANIFEST = "manifest.json"
@@ -265,9 +265,12 @@ def _json_type(value: Any) -> str:
 
 def verify_bundle(path: Path) -> VerifyReport:
     if not path.exists():
-        raise UsageError(f"no bundle at {path}; give the directory or .zip that `pensieve export --bundle` wrote")
+        raise UsageError(
+            f"no bundle at {shown_name(str(path))}; give the directory or .zip that `pensieve export --bundle` wrote"
+        )
     if not (path.is_dir() or path.is_file()):  # reading a FIFO would wait forever
-        raise UsageError(f"{path} is {special_file_kind(path)}: neither a bundle directory nor a zip file")
+        kind = special_file_kind(path)
+        raise UsageError(f"{shown_name(str(path))} is {kind}: neither a bundle directory nor a zip file")
     report = VerifyReport(path)
     with _reader(path) as (read, names):
         raw = read(MANIFEST)

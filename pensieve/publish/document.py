@@ -26,14 +26,14 @@ from pensieve.citations.text import (
     split_references,
 )
 from pensieve.errors import CorruptState, UsageError
-from pensieve.evidence.store import EVIDENCE_FILE, load_evidence, text_sha256, well_formed
+from pensieve.evidence.store import EVIDENCE_FILE, VERDICTS, load_evidence, text_sha256, well_formed
 from pensieve.front_matter import FrontMatterError, parse_front_matter
 from pensieve.project.source_archive import ArchivedSource, SourceArchive, normalize_url
-from pensieve.project.workspace import check_name
+from pensieve.project.workspace import BRIEF_FILE, check_name
 from pensieve.publish.references import ReferenceParts, clean_text, pages_text, reference_parts
+from pensieve.stages import FINAL_ARTICLE
 
-DEFAULT_ARTIFACT = "final.md"
-VERDICTS = ("supported", "weak", "unsupported")
+DEFAULT_ARTIFACT: str = FINAL_ARTICLE.value
 
 # Placeholders for citations inside the markdown handed to the parser: private-use
 # characters (removed from the artifact first, so content cannot forge one).
@@ -124,6 +124,23 @@ class Article:
     @property
     def project_id(self) -> str:
         return self.project_dir.name
+
+    @property
+    def unsourced(self) -> bool:
+        """Written without web sources: nothing cited, and no page archived that could be.
+        Exports say so instead of "0 sources" and an evidence check of nothing."""
+        if self.references or self.citations:
+            return False
+        from pensieve.project.source_archive import SourceArchive
+
+        return not SourceArchive(self.project_dir).entries()
+
+    def sources_note(self) -> str:
+        """The sources line of an export: "3 sources", or "written without web sources"."""
+        if self.unsourced:
+            return "written without web sources"
+        count = len(self.references)
+        return f"{count} source{'s' if count != 1 else ''}"
 
     def reference(self, source_id: str) -> Reference | None:
         return next((r for r in self.references if r.source_id == source_id), None)
@@ -277,7 +294,7 @@ def _plain_title(heading: str) -> str:
 
 def _brief_title(project_dir: Path) -> str:
     try:
-        brief = (project_dir / "brief.md").read_text(encoding="utf-8", errors="replace")
+        brief = (project_dir / BRIEF_FILE).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ""
     line = next((line for line in brief.splitlines() if line.strip()), "")

@@ -12,8 +12,9 @@ from pathlib import Path
 
 from pensieve.clock import now_iso
 from pensieve.errors import UsageError
-from pensieve.project.workspace import atomic_write_bytes, special_file_kind
+from pensieve.project.workspace import atomic_write_bytes
 from pensieve.publish.document import DEFAULT_ARTIFACT, Article, load_article
+from pensieve.publish.output import check_replaceable
 
 FORMATS = ("html", "docx", "md", "json")
 _BY_SUFFIX = {".html": "html", ".htm": "html", ".docx": "docx", ".md": "md", ".markdown": "md", ".json": "json"}
@@ -107,18 +108,6 @@ def export_project(
         raise UsageError(f"cannot write {target}: {reason}; choose another --output") from None
     warnings = [*_stage_warnings(project_dir, name), *article.warnings, *bundle_warnings]
     return ExportResult(target, chosen, bundle, len(article.references), warnings)
-
-
-def check_replaceable(target: Path) -> None:
-    """An export replaces its output file, and only a regular file: a FIFO or a device node
-    (/dev/full as root) would otherwise be renamed over and lost."""
-    kind = special_file_kind(target)
-    if kind == "a directory" or (kind == "a symbolic link" and target.is_dir()):
-        raise UsageError(f"{target} is a directory; give a file name with --output")
-    if kind is not None:
-        raise UsageError(
-            f"{target} is {kind}, not a regular file; an export only replaces a file: choose another --output"
-        )
 
 
 def _check_inside_project(project_dir: Path, target: Path) -> None:

@@ -32,16 +32,17 @@ def evidence_line(article: Article) -> str:
         f"{count('unsupported')} unsupported",
     ]
     cited = summary.get("cited_sentences")
+    if cited == 0:
+        return ""  # nothing cited: "of 0 cited sentences, 0 supported" says nothing
     lead = f"of {cited} cited sentences, " if isinstance(cited, int) and not isinstance(cited, bool) else ""
     return f"Evidence check: {lead}" + ", ".join(parts) + "."
 
 
 def html_page(article: Article, *, exported_at: str, bundle_links: bool = False) -> str:
     rendered = render_loaded(article, bundle_links=bundle_links)
-    sources = len(article.references)
-    meta = [f"{sources} source{'s' if sources != 1 else ''}", f"exported {exported_at[:10]}"]
+    meta = [article.sources_note(), f"exported {exported_at[:10]}"]
     notices = list(rendered.warnings)
-    if article.evidence.status == "absent":
+    if article.evidence.status == "absent" and not article.unsourced:
         meta.append("no evidence check yet")
     line = evidence_line(article)
     notice_html = ""

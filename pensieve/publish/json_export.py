@@ -10,14 +10,13 @@ from typing import Any
 from markdown_it.token import Token
 
 from pensieve import __version__
+from pensieve.evidence.segment import split_sentences as segment_sentences
 from pensieve.publish.document import PLACEHOLDER, Article, CiteItem, Reference
 from pensieve.publish.markdown import neutralise_markdown
 from pensieve.publish.render import html_renderer
 
 SCHEMA = "pensieve.article/1"
-# A sentence ends at . ! or ? (and any closing quote or bracket), with the citations written
-# right after it, before white space and more text.
-_BOUNDARY = re.compile(r"[.!?][\"'\u201d\u2019)\]]*(?:[ \t]*\ue000\d+\ue001)*(?=\s+\S)")
+_BRACKETED = re.compile(r"\[(" + PLACEHOLDER.pattern + r")\]")
 
 
 def _inline_text(token: Token) -> str:
@@ -34,18 +33,13 @@ def _inline_text(token: Token) -> str:
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences of a block's plain text (placeholders kept with the sentence they close)."""
-    sentences: list[str] = []
-    start = 0
-    for boundary in _BOUNDARY.finditer(text):
-        piece = text[start : boundary.end()].strip()
-        if piece:
-            sentences.append(piece)
-        start = boundary.end()
-    rest = text[start:].strip()
-    if rest:
-        sentences.append(rest)
-    return sentences
+    """Sentences of a block's plain text (placeholders kept with the sentence they close),
+    split as the evidence check splits them (evidence.segment: abbreviations and initials
+    do not end a sentence), so the export's sentences are the ones evidence.json judged."""
+    # Each citation placeholder is bracketed while splitting, so that the splitter keeps it
+    # with the sentence it closes as it keeps a written `[S3]`; no text holds these characters.
+    bracketed = PLACEHOLDER.sub(lambda m: f"[{m.group(0)}]", text)
+    return [_BRACKETED.sub(r"\1", span.text) for span in segment_sentences(bracketed, 0, len(bracketed))]
 
 
 def _citation_json(item: CiteItem) -> dict[str, Any]:

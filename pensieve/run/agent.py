@@ -27,12 +27,12 @@ from pensieve.project.status import ContextStats
 from pensieve.run.context import compact
 from pensieve.run.dispatch import LoopDetected, ToolBox
 from pensieve.run.finishing import Finisher
-from pensieve.stages import STAGES, TITLE_ARTIFACTS, Artifact
+from pensieve.stages import STAGES, TITLE_ARTIFACTS, Artifact, writer_of
 from pensieve.tool_matrix import cap_for
 from pensieve.tools import TOOL_NAMES, offered_tools
 from pensieve.tools.files import MAX_WRITE_CHARS
-from pensieve.tools.projects import document_title
 from pensieve.tools.registry import Tool, ToolContext
+from pensieve.tools.workspace import document_title
 from pensieve.web.catalog import CATALOG
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ def research_budget(settings: Settings, environ: Mapping[str, str]) -> str:
     if "web_search" not in tools or "fetch_url" not in tools:
         return ""
     fetches, searches = (tool_cap(tools[name], settings) for name in ("fetch_url", "web_search"))
-    rounds = settings.max_rounds_for("researcher")
+    rounds = settings.max_rounds_for(writer_of(Artifact.RESEARCH_NOTES).name)
     return (
         f"The research is bounded: the Researcher can fetch at most {fetches} pages and run {searches} "
         f"searches, in {rounds} rounds. Scope the article so that about {fetches} sources can carry it."

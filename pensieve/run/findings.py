@@ -81,14 +81,21 @@ def parse_findings(report: str) -> Findings:
     return Findings(bool(_NEEDS_ATTENTION.search(verdict)), _items(found))
 
 
-def fix_instructions(findings: Findings, report: str, target: str) -> str:
-    """What the stage that owns the article is told, for its one fix turn."""
+def fix_instructions(findings: Findings, report: str, target: str, start_from: str | None = None) -> str:
+    """What the stage that owns the article is told, for its one fix turn. `start_from` is
+    its previous text with source ids when `target` itself was renumbered for the reader."""
     listed = "\n".join(f"{n}. {item}" for n, item in enumerate(findings.items, 1))
+    start = (
+        f"Start from {start_from}, your previous text with source ids ({target} itself is renumbered for the "
+        f"reader), and write {target} again"
+        if start_from
+        else f"Read {target} and write it again"
+    )
     return (
-        f'The consistency checker read {target} and its verdict is "needs attention" ({report}). '
-        f"Fix each finding below in {target}, changing nothing else: keep every sourced fact and "
-        "its citation. If a finding is wrong, leave that passage as it is and say why in your "
-        f"one-line summary.\n{listed}"
+        f'The consistency checker read {target} and its verdict is "needs attention" ({report}). {start}, '
+        "fixing each finding below and changing nothing else: keep every sourced fact and its citation. If a "
+        "finding is wrong, or asks for something only the writer can decide, leave that passage as it is and "
+        f"say so in your one-line summary.\n{listed}"
     )
 
 

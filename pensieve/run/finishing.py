@@ -25,8 +25,8 @@ from pensieve.errors import StageFailed
 from pensieve.project.source_archive import SourceArchive
 from pensieve.project.workspace import atomic_write_text
 from pensieve.stages import Artifact, Stage
-from pensieve.tools.projects import earlier_articles
 from pensieve.tools.registry import Tool, ToolContext
+from pensieve.tools.workspace import earlier_articles
 
 # (artifact text, [system prompt, user turns...], files the agent read) -> what is wrong with it.
 ContractCheck = Callable[[str, Sequence[str], Collection[str]], list[Violation]]

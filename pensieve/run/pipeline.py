@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +39,7 @@ from pensieve.run.commit import (
 )
 from pensieve.run.finishing import ContractFailed, Finisher, unfence
 from pensieve.run.preflight import RunOptions, preflight, preflight_warnings, select_stages
-from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES, Stage
+from pensieve.stages import BY_NAME, EVIDENCE_JUDGE, STAGE_NAMES, STAGES, Stage
 from pensieve.tool_matrix import Column, resolve_column
 from pensieve.tools import offered_tools
 from pensieve.tools.registry import RunResources, Tool, ToolContext
@@ -139,14 +139,16 @@ class Runner:
         clear_staging(self.project, stage)
 
     # -- one stage, in named steps ---------------------------------------------------------
-    async def run_stage(self, stage: Stage, extra_instructions: str = "") -> str | None:
+    async def run_stage(self, stage: Stage, extra_instructions: str = "", *, feedback: bool = True) -> str | None:
         """Run one stage to a committed artifact. Returns what to tell the stage if its
-        citation check failed in a way it can fix by running again, else None."""
+        citation check failed in a way it can fix by running again, else None. Without
+        `feedback` (a fix turn with one list of its own), no evidence list is added."""
         column = resolve_column(stage.name, stage.tools, self.settings)
         # The MCP servers it may use start first, so a failure is said before the stage begins.
         mcp = await self._mcp_tools(column)
         reading = await self._reading_list(stage, column)
-        extra = "\n\n".join(t for t in (reading, extra_instructions, self.evidence_feedback(stage)) if t)
+        evidence = self.evidence_feedback(stage) if feedback else ""
+        extra = "\n\n".join(t for t in (reading, extra_instructions, evidence) if t)
         run = self._build_agent_run(stage, self._begin(stage), extra, column, mcp)
         try:
             await self._produce(stage, run)
@@ -274,7 +276,7 @@ class Runner:
         finally:
             entry.tool_calls, entry.repairs = dict(run.tool_calls), list(run.finisher.asked)
             entry.text_tool_calls = run.text_tool_calls
-            entry.context = run.context
+            entry.context = entry.context.plus(run.context)
         entry.violations = []
         self._transform_staged(stage)
         self._finish_commit(stage, mark_committed(self.project, stage))
@@ -357,7 +359,9 @@ class Runner:
             f"{stage.name}: {len(found.items)} finding(s) in {target.writes}; sending them to {target.name} "
             f"for one fix, then checking again"
         )
-        return target, findings.fix_instructions(found, stage.writes, target.writes)
+        own = self.project.scratch_dir / target.writes  # its text with source ids, if renumbered
+        start_from = f"scratch/{target.writes}" if target.transform is not None and own.is_file() else None
+        return target, findings.fix_instructions(found, stage.writes, target.writes, start_from)
 
     # -- claim-level evidence (pensieve/evidence/): one hook, these three methods ------------
     def evidence_feedback(self, stage: Stage) -> str:
@@ -398,7 +402,7 @@ class Runner:
 
             client = StageModelClient(
                 stage=stage.name,
-                model=self.options.model or self.settings.model_for("fact_checker") or "",
+                model=self.options.model or self.settings.model_for(EVIDENCE_JUDGE.name) or "",
                 settings=self.settings,
                 events=self.events,
                 record_usage=lambda reply: self._record_usage(stage.name, reply),
@@ -519,8 +523,8 @@ class Runner:
         acted: set[str] = set()  # checking stages whose findings had their fix turn
         recheck: dict[str, str] = {}  # a stage fixing findings -> the checker to run after it
 
-        def start(name: str, instructions: str = "") -> None:
-            running[asyncio.create_task(self.run_stage(BY_NAME[name], instructions))] = name
+        def start(name: str, instructions: str = "", *, feedback: bool = True) -> None:
+            running[asyncio.create_task(self.run_stage(BY_NAME[name], instructions, feedback=feedback))] = name
 
         def ready(name: str) -> bool:
             # Selection already holds every unfinished dependency, so waiting for the
@@ -551,7 +555,7 @@ class Runner:
                             start(recheck.pop(name))
                         elif (fix := self._findings_fix(BY_NAME[name], acted)) is not None:
                             recheck[fix[0].name] = name
-                            start(fix[0].name, fix[1])
+                            start(fix[0].name, fix[1], feedback=False)
         except TimeoutError:
             await self._fail_running(running, f"run deadline of {deadline:g}s (run.deadline_s) exceeded", result)
         except BaseException:
@@ -620,17 +624,29 @@ def run_project(
     options: RunOptions,
     reporter: Subscriber,
     environ: Mapping[str, str] | None = None,
+    *,
+    selected: list[str] | None = None,
+    loop: Callable[[Coroutine[object, None, RunResult]], RunResult] = asyncio.run,
 ) -> RunResult:
-    """Preflight, lock, run. Raises UsageError before touching anything if it cannot start."""
+    """Preflight, lock, run: the one way a project is run (`pensieve run`, the batch worker,
+    the studio's child runs). Raises UsageError before touching anything if it cannot start,
+    ProjectBusy if another process runs the project.
+
+    - selected: the stages `preflight` chose, when the caller ran it already (the batch
+      worker does, to pass over a project with nothing to do without taking its lock);
+    - loop: runs the pipeline's coroutine to its end (the worker's own loop, which it can
+      cancel from another thread); `asyncio.run` by default.
+    """
     env = dict(os.environ if environ is None else environ)
-    settings = project_settings(project, settings)
-    selected = preflight(project, settings, options, env)
+    settings = project_settings(project, settings)  # idempotent: the worker applied it already
+    if selected is None:
+        selected = preflight(project, settings, options, env)
     llm.start_import()  # the first request leaves as soon as litellm is importable
     with project.run_lock():
         project.refuse_links()  # again under the lock: nothing Pensieve writes may be a link
         runner = Runner(project, settings, options, reporter, env)
         try:
-            return asyncio.run(runner.run(selected))
+            return loop(runner.run(selected))
         finally:
             if runner.mcp is not None:
                 runner.mcp.kill_leftovers()  # whatever the loop could not close (no orphans)

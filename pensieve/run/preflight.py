@@ -9,7 +9,7 @@ that may still work.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pensieve.config import Settings
 from pensieve.errors import UsageError
@@ -22,11 +22,52 @@ from pensieve.stages import BY_NAME, STAGE_NAMES, Stage, downstream_of
 
 @dataclass(frozen=True)
 class RunOptions:
+    """What one run is asked to do: the flags of `pensieve run`, a batch's `--until` and
+    `--model`, the studio's Run button. Checked when made (UsageError), so every way to start
+    a run refuses the same things in the same words; `as_api` names the options as the
+    studio's JSON does (`until: ...`) instead of as flags (`--until ...`)."""
+
     stage: str | None = None
     until: str | None = None
     force: bool = False
     model: str | None = None
     from_stage: str | None = None
+    as_api: bool = field(default=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for key, value in (("stage", self.stage), ("until", self.until), ("from", self.from_stage)):
+            if value is not None and value not in BY_NAME:
+                named = f"{key}: " if self.as_api else ""
+                raise UsageError(f"{named}unknown stage {value!r}; stages are: {', '.join(STAGE_NAMES)}")
+        if self.stage and (self.until or self.from_stage):
+            raise UsageError("--stage runs one stage; it cannot be combined with --until or --from")
+        if self.until and self.from_stage and STAGE_NAMES.index(self.from_stage) > STAGE_NAMES.index(self.until):
+            dash = "" if self.as_api else "--"
+            raise UsageError(f"{dash}from {self.from_stage} comes after {dash}until {self.until}; nothing would run")
+        if self.model is not None and not self.model.strip():
+            raise UsageError("--model is empty; give a litellm model string such as openai/gpt-4o-mini")
+
+    @classmethod
+    def from_api(cls, until: object, from_stage: object, model: str | None) -> RunOptions:
+        """The options of a studio run from its JSON body, where "" means not given."""
+        given: dict[str, str | None] = {}
+        for key, value in (("until", until), ("from", from_stage)):
+            if value is not None and value != "" and not isinstance(value, str):
+                raise UsageError(f"{key}: unknown stage {value!r}; stages are: {', '.join(STAGE_NAMES)}")
+            given[key] = value or None
+        return cls(until=given["until"], from_stage=given["from"], model=model or None, as_api=True)
+
+    def as_args(self) -> list[str]:
+        """The same options as `pensieve run` flags (the studio starts its runs so)."""
+        args: list[str] = []
+        for flag, value in (("--stage", self.stage), ("--until", self.until), ("--from", self.from_stage)):
+            if value:
+                args += [flag, value]
+        if self.force:
+            args.append("--force")
+        if self.model:
+            args += ["--model", self.model]
+        return args
 
 
 def select_stages(status: Status, options: RunOptions) -> list[str]:
@@ -66,12 +107,20 @@ def preflight(project: Project, settings: Settings, options: RunOptions, environ
     return selected
 
 
-def check_models(models: set[str | None], settings: Settings, *, also: str = "") -> None:
+def check_models(
+    models: set[str | None],
+    settings: Settings,
+    *,
+    also: str = "",
+    config: str = "configs/pensieve.yaml",
+    choose: str = "pass --model",
+) -> None:
     """Refuse a run with a stage that has no model, or a model whose provider key is missing
-    (`also` names one more way to give a model, e.g. a batch item's own)."""
+    (`also` names one more way to give a model, e.g. a batch item's own; `config` and
+    `choose` say where to set one in the caller's terms, e.g. the studio's form)."""
     if None in models:
         raise UsageError(
-            "no model configured: set llm.model in configs/pensieve.yaml, or PENSIEVE_MODEL, or pass --model"
+            f"no model configured: set llm.model in {config}, or PENSIEVE_MODEL, or {choose}"
             f"{also} (e.g. openai/gpt-4o-mini, or ollama_chat/llama3.1 for a local model through Ollama)"
         )
     for model in sorted(m for m in models if m):

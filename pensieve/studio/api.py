@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from pensieve.errors import UsageError
+from pensieve.errors import ErrorKind, UsageError
 from pensieve.studio import projects as data
 from pensieve.studio.projects import BadRequest, Conflict
 from pensieve.studio.runs import tail_events
@@ -101,6 +101,9 @@ async def create_project(request: Request) -> Response:
             "choose it on the project page when you run it"
         )
     text = brief_with_options(brief, body.get("target_words"), body.get("audience"))
+    if body.get("start") is True:
+        # Refused before anything is created: a retry after fixing it makes no second project.
+        await asyncio.to_thread(studio.preflight, model)
 
     def make() -> dict[str, object]:
         from pensieve.project.listing import new_project, summarize
@@ -113,7 +116,7 @@ async def create_project(request: Request) -> Response:
     try:
         created = await asyncio.to_thread(make)
     except UsageError as exc:
-        if "already exists" in str(exc):
+        if exc.kind is ErrorKind.CONFLICT:
             raise Conflict(str(exc)) from None
         raise BadRequest(str(exc)) from None
     if body.get("start") is True:
@@ -173,6 +176,22 @@ async def run_project(request: Request) -> Response:
     model = studio.checked_model(body.get("model"))
     started = await studio.runs.start(project, until=body.get("until"), from_stage=body.get("from"), model=model)
     return JSONResponse(started, status_code=202)
+
+
+async def project_estimate(request: Request) -> Response:
+    """`pensieve estimate ID --json` (with the prompts): what a run would do and cost."""
+    from pensieve.config import load_settings
+    from pensieve.estimate import estimate_project
+
+    project = studio_of(request).project(request.path_params["id"])
+
+    def estimate() -> dict[str, Any]:
+        try:
+            return estimate_project(project, load_settings()).to_json(prompts=True)
+        except UsageError as exc:
+            raise BadRequest(str(exc)) from None
+
+    return JSONResponse(await asyncio.to_thread(estimate))
 
 
 async def stop_project(request: Request) -> Response:
@@ -263,6 +282,7 @@ ROUTES = [
     Route("/api/projects/{id}/files/{name}", put_file, methods=["PUT"]),
     Route("/api/projects/{id}/run", run_project, methods=["POST"]),
     Route("/api/projects/{id}/stop", stop_project, methods=["POST"]),
+    Route("/api/projects/{id}/estimate", project_estimate, methods=["GET"]),
     Route("/api/projects/{id}/events", events, methods=["GET"]),
     Route("/api/projects/{id}/versions", versions, methods=["GET"]),
     Route("/api/projects/{id}/diff", diff, methods=["GET"]),

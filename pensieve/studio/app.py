@@ -20,14 +20,15 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from pensieve.errors import PensieveError, ProjectBusy, UsageError
+from pensieve.errors import ErrorKind, PensieveError, ProjectBusy, UsageError
 from pensieve.project.workspace import Project, Workspace
+from pensieve.stages import ARTICLE_VERSIONS, FINAL_ARTICLE
 from pensieve.studio import api
 from pensieve.studio import library as library_api
 from pensieve.studio import projects as data
 from pensieve.studio.projects import BadRequest, Conflict, NotFound
 from pensieve.studio.render import render_markdown
-from pensieve.studio.runs import RunManager, count_lines
+from pensieve.studio.runs import RunManager, count_lines, last_run_error
 from pensieve.studio.security import SANDBOX_CSP, BodyTooLarge, Guard
 
 HERE = Path(__file__).parent
@@ -60,6 +61,29 @@ class Studio:
             found += [a.model for a in settings.agents.values() if a.model and a.model not in found]
             self._models = [m for m in found if m]
         return self._models
+
+    def preflight(self, model: str | None) -> None:
+        """What `pensieve run` would refuse (no model, a missing key), checked before the
+        form creates anything, and said in the studio's terms: the configuration file and
+        key, or the form's Model field. BadRequest names the fix."""
+        from pensieve.config import load_settings
+        from pensieve.config_files import config_path, pensieve_home
+        from pensieve.run.preflight import check_models
+        from pensieve.stages import STAGE_NAMES
+
+        try:
+            settings = load_settings()
+            home = pensieve_home()
+            where = config_path(home)
+            config = str(where) if where is not None else f"{home / 'configs' / 'pensieve.yaml'} (create it)"
+            check_models(
+                {model or settings.model_for(name) for name in STAGE_NAMES},
+                settings,
+                config=config,
+                choose="choose a model in the Model field when one is configured",
+            )
+        except PensieveError as exc:
+            raise BadRequest(str(exc)) from None
 
     def checked_model(self, value: object) -> str | None:
         if value is None or value == "":
@@ -122,6 +146,18 @@ def page(request: Request, template: str, status_code: int = 200, **context: Any
     return TEMPLATES.TemplateResponse(request, template, context, status_code=status_code)
 
 
+def project_estimate(project: Project) -> dict[str, Any] | None:
+    """The estimate `pensieve estimate` prints (as its JSON, without the prompts), shown on
+    the project page before a run; None when the configuration cannot be read."""
+    from pensieve.config import load_settings
+    from pensieve.estimate import estimate_project
+
+    try:
+        return estimate_project(project, load_settings()).to_json()
+    except PensieveError:
+        return None
+
+
 # -- pages -------------------------------------------------------------------------------------
 async def projects_page(request: Request) -> Response:
     rows = await asyncio.to_thread(data.list_detail, api.studio_of(request).workspace)
@@ -138,15 +174,22 @@ async def project_page(request: Request) -> Response:
     studio = api.studio_of(request)
     project = studio.project(request.path_params["id"])
     v = await asyncio.to_thread(data.view, project)
+    running = studio.runs.running_pid(project)
+    run_error = None if running is not None else await asyncio.to_thread(last_run_error, project)
+    estimate = None
+    if running is None and v.status.status != "complete":
+        estimate = await asyncio.to_thread(project_estimate, project)
     return page(
         request,
         "project.html",
         project=project,
         view=v,
+        run_error=run_error if run_error != v.status.error else None,
+        estimate=estimate,
         brief=project.read_brief(),
         stages=data.stage_titles(),
         models=studio.models(),
-        running_pid=studio.runs.running_pid(project),
+        running_pid=running,
         events=studio.event_count(project),
         title=f"{project.id} - Pensieve studio",
     )
@@ -174,9 +217,10 @@ async def file_page(request: Request) -> Response:
 async def read_page(request: Request) -> Response:
     studio = api.studio_of(request)
     project = studio.project(request.path_params["id"])
-    name = request.query_params.get("file", "final.md")
-    if name not in ("final.md", "draft_v2.md", "draft_v1.md"):
-        raise BadRequest("the Read page shows final.md, draft_v2.md or draft_v1.md")
+    name = request.query_params.get("file", FINAL_ARTICLE.value)
+    if name not in ARTICLE_VERSIONS:
+        *others, last = (a.value for a in reversed(ARTICLE_VERSIONS))
+        raise BadRequest(f"the Read page shows {', '.join(others)} or {last}")
     article, references = await asyncio.to_thread(_render_article, project, name)
     return page(
         request, "read.html", project=project, article=article, references=references, name=name, title=article.title
@@ -207,9 +251,9 @@ async def export_download(request: Request) -> Response:
         raise BadRequest(f"unknown format {fmt!r}; one of: {', '.join(FORMATS)}, bundle")
 
     def make() -> bytes:
-        data.read_artifact(project, "final.md")
+        data.read_artifact(project, FINAL_ARTICLE)
         try:
-            article = load_article(project.dir, "final.md")
+            article = load_article(project.dir, FINAL_ARTICLE)
             if fmt == "bundle":  # as `pensieve export --bundle --output X.zip`, in memory
                 from pensieve.publish.bundle import bundle_files, zip_bytes
 
@@ -317,6 +361,10 @@ async def root_redirect(request: Request) -> Response:
 
 
 # -- errors ------------------------------------------------------------------------------------
+# What each kind of refusal answers (pensieve.errors.ErrorKind), whatever its words.
+HTTP_STATUS = {ErrorKind.BAD_INPUT: 400, ErrorKind.NOT_FOUND: 404, ErrorKind.CONFLICT: 409}
+
+
 def _error(request: Request, status: int, message: str, extra: dict[str, Any] | None = None) -> Response:
     if request.url.path.startswith("/api/") or "html" not in request.headers.get("accept", ""):
         return JSONResponse({"error": message, **(extra or {})}, status_code=status)
@@ -326,11 +374,11 @@ def _error(request: Request, status: int, message: str, extra: dict[str, Any] | 
 async def on_error(request: Request, exc: Exception) -> Response:
     if isinstance(exc, Conflict):
         return _error(request, 409, str(exc), exc.extra)
-    if isinstance(exc, ProjectBusy):
-        return _error(request, 409, str(exc))
+    if isinstance(exc, UsageError | ProjectBusy):
+        return _error(request, HTTP_STATUS[exc.kind], str(exc))
     if isinstance(exc, NotFound):
         return _error(request, 404, str(exc))
-    if isinstance(exc, BadRequest | UsageError):
+    if isinstance(exc, BadRequest):
         return _error(request, 400, str(exc))
     if isinstance(exc, BodyTooLarge):
         return _error(request, 413, "request body over the size limit")

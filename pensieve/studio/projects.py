@@ -21,7 +21,7 @@ from pensieve.project.listing import lock_holder, summarize_projects
 from pensieve.project.status import Status, load_status
 from pensieve.project.status import status_json as status_object
 from pensieve.project.workspace import HISTORY_DIR, REJECTED_DIR, Project, Workspace, atomic_write_text, check_name
-from pensieve.stages import STAGES, Artifact
+from pensieve.stages import ARTICLE_VERSIONS, MARKED_FILES, STAGES, Artifact
 
 EDITABLE: tuple[str, ...] = tuple(a.value for a in Artifact)
 _VERSION = re.compile(r"^(history|rejected)/([A-Za-z0-9][A-Za-z0-9._-]{0,120})$")
@@ -330,7 +330,7 @@ def citing_sentences(project: Project) -> dict[str, list[dict[str, Any]]]:
     verdicts and passages), else from the drafts' [Sn] markers."""
     found: dict[str, list[dict[str, Any]]] = {}
     evidence = load_evidence(project)
-    for name in (Artifact.FINAL, Artifact.DRAFT_V2, Artifact.DRAFT_V1):
+    for name in reversed(ARTICLE_VERSIONS):
         entry, current = evidence_for(project, name, evidence)
         if not entry:
             continue
@@ -355,7 +355,7 @@ def citing_sentences(project: Project) -> dict[str, list[dict[str, Any]]]:
                 )
         if found:
             return found
-    for name in (Artifact.DRAFT_V2, Artifact.DRAFT_V1, Artifact.RESEARCH_NOTES):
+    for name in reversed(MARKED_FILES):
         path = project.file(name)
         if not path.is_file() or path.is_symlink():
             continue

@@ -21,9 +21,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pensieve.errors import UsageError
 from pensieve.project.listing import lock_holder
 from pensieve.project.workspace import Project, open_nofollow
-from pensieve.stages import STAGE_NAMES
 from pensieve.studio.projects import BadRequest, Conflict
 
 # Set when the studio is told to stop: live feeds end so the server can close at once.
@@ -61,23 +61,23 @@ class RunManager:
     ) -> dict[str, object]:
         """Start `pensieve run`; returns once the run holds the project's lock (202), or
         raises Conflict (already running) / BadRequest (the run refused to start)."""
-        args = [sys.executable, "-m", "pensieve", "run", project.id, "-w", self.workspace_name, "-q"]
-        for flag, value in (("--until", until), ("--from", from_stage)):
-            if value is None or value == "":
-                continue
-            if not isinstance(value, str) or value not in STAGE_NAMES:
-                raise BadRequest(f"{flag[2:]}: unknown stage {value!r}; stages are: {', '.join(STAGE_NAMES)}")
-            args += [flag, value]
-        if (
-            isinstance(until, str)
-            and isinstance(from_stage, str)
-            and until
-            and from_stage
-            and STAGE_NAMES.index(from_stage) > STAGE_NAMES.index(until)
-        ):
-            raise BadRequest(f"from {from_stage} comes after until {until}; nothing would run")
-        if model:
-            args += ["--model", model]
+        from pensieve.run.preflight import RunOptions  # on use: the studio starts without the pipeline's modules
+
+        try:
+            options = RunOptions.from_api(until, from_stage, model)
+        except UsageError as exc:
+            raise BadRequest(str(exc)) from None
+        args = [
+            sys.executable,
+            "-m",
+            "pensieve",
+            "run",
+            project.id,
+            "-w",
+            self.workspace_name,
+            "-q",
+            *options.as_args(),
+        ]
         with self._lock:
             holder = self.running_pid(project)
             if holder is not None:
@@ -176,12 +176,22 @@ def _not_a_run_of(pid: int, project_id: str) -> str | None:
     return f"process {pid} holding {project_id} is not `pensieve run {project_id}`; not signalled"
 
 
+def last_run_error(project: Project) -> str | None:
+    """Why the last run the studio started failed or was refused, from its output
+    (scratch/studio-run.log): kept across reloads until the next run replaces the log."""
+    line = _last_line(project.scratch_dir / RUN_LOG)
+    for prefix in ("error: ", "failed: "):
+        if line.startswith(prefix):
+            return line.removeprefix(prefix)
+    return None
+
+
 def _last_line(path: Path) -> str:
     try:
         lines = [line.strip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines()]
     except OSError:
         return ""
-    errors = [line for line in lines if line.startswith("error:")]
+    errors = [line for line in lines if line.startswith(("error:", "failed:"))]
     return (errors or [line for line in lines if line] or [""])[-1][:500]
 
 

@@ -139,7 +139,10 @@ class Guard:
         morsel = cookie.get(self.cookie_name)
         from_cookie = morsel.value if morsel is not None else None
         if not (self.token_ok(from_header) or self.token_ok(from_cookie) or self.token_ok(from_query)):
-            await _refuse(send, 401, "unauthorized")
+            if _wants_page(scope["path"], headers):
+                await _refuse_page(send, 401, UNAUTHORIZED_PAGE)
+            else:
+                await _refuse(send, 401, "unauthorized")
             return
         if method not in SAFE_METHODS:
             origin = headers.get("origin")
@@ -229,6 +232,40 @@ def _headers(scope: Scope) -> dict[str, str]:
         if name not in found:  # the first of repeated headers counts
             found[name] = value.decode("latin-1")
     return found
+
+
+# What a browser without the token sees: how to get in, not raw JSON. Nothing of the request
+# is echoed (no reflected text), and the page loads nothing.
+UNAUTHORIZED_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Pensieve studio: open the address with its token</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:36em;margin:3em auto;padding:0 1em}
+code{background:#f2f2f2;padding:0 .2em}</style></head>
+<body><h1>This studio needs its access token</h1>
+<p>Open the address that <code>pensieve studio</code> printed when it started, the one ending in
+<code>?token=...</code>: it lets this browser in (a cookie keeps it in afterwards).</p>
+<p>Lost it? Stop the studio (Ctrl-C in its terminal) and start it again: it prints the address anew.
+With <code>PENSIEVE_STUDIO_TOKEN</code> set, the token is that value.</p>
+</body></html>
+"""
+
+
+def _wants_page(path: str, headers: dict[str, str]) -> bool:
+    """A browser asking for a page (not the JSON API, not a script's request)."""
+    return not path.startswith("/api/") and "text/html" in headers.get("accept", "")
+
+
+async def _refuse_page(send: Send, status: int, page: str) -> None:
+    body = page.encode("utf-8")
+    headers: list[Any] = [
+        (b"content-type", b"text/html; charset=utf-8"),
+        (b"content-length", str(len(body)).encode("ascii")),
+        (b"cache-control", b"no-store"),
+        (b"x-content-type-options", b"nosniff"),
+        (b"content-security-policy", b"default-src 'none'; style-src 'unsafe-inline'"),
+        (b"referrer-policy", b"no-referrer"),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _refuse(send: Send, status: int, message: str) -> None:

@@ -1,9 +1,11 @@
 """The tool catalog: every tool Pensieve has, in the order of the spec's tool matrix.
 
 Adding a tool: write it as one typed async function in its family's module, decorated with
-`@tool(default_limit=N)` (plus `unavailable=` if it depends on configuration); add it to
-`CATALOG` (the `limits` defaults and the config's check of tool names derive from it);
-name it in the `tools` column of the stages that may use it (`pensieve/stages.py`).
+`@tool(canonical="family.name", default_limit=N)` (plus `unavailable=` if it depends on
+configuration); add it to `CATALOG` and its row to `tool_matrix.BUILTIN_TOOLS` (the light
+mirror that the configuration and the contracts read without importing any tool: this
+package refuses to import while the two disagree); name it in the `tools` column of the
+stages that may use it (`pensieve/stages.py`).
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from pensieve.tool_matrix import BUILTIN_TOOLS
 from pensieve.tools.files import edit_project_file, read_project_file, write_project_file
 from pensieve.tools.library import read_library_document, search_library
-from pensieve.tools.projects import list_projects
 from pensieve.tools.registry import Tool
 from pensieve.tools.stats import text_stats
 from pensieve.tools.topics import search_topics
 from pensieve.tools.web import fetch_url, web_search
+from pensieve.tools.workspace import list_projects
 
 if TYPE_CHECKING:
     from pensieve.config import Settings
@@ -38,7 +41,37 @@ CATALOG: tuple[Tool, ...] = (
     edit_project_file,
 )
 TOOL_NAMES: tuple[str, ...] = tuple(t.name for t in CATALOG)
+
+
+def _mirror_problem() -> str | None:
+    """What differs between the catalog and its light mirror (tool_matrix.BUILTIN_TOOLS)."""
+    declared = [(t.name, t.canonical, t.default_limit) for t in CATALOG]
+    mirrored = [(t.name, t.canonical, t.default_limit) for t in BUILTIN_TOOLS]
+    if declared == mirrored:
+        return None
+    return f"tools.CATALOG {declared} and tool_matrix.BUILTIN_TOOLS {mirrored} disagree"
+
+
+# A tool added to one and not the other would be offered without a `limits` default, or
+# checked in the configuration under a name no tool has: refuse at once, in every test.
+if (_problem := _mirror_problem()) is not None:
+    raise RuntimeError(_problem)
 _BY_NAME: Mapping[str, Tool] = MappingProxyType({t.name: t for t in CATALOG})
+
+
+__all__ = [
+    "CATALOG",
+    "TOOL_NAMES",
+    "catalog",
+    "files",
+    "mcp",
+    "offered_tools",
+    "registry",
+    "stats",
+    "topics",
+    "web",
+    "workspace",
+]
 
 
 def catalog() -> Mapping[str, Tool]:

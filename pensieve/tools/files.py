@@ -162,7 +162,7 @@ def _part(name: str, window: _Window, offset: int) -> tuple[str, str]:
     return header, footer
 
 
-@tool(default_limit=20)
+@tool(canonical="project.read_file", default_limit=20)
 async def read_project_file(ctx: ToolContext, filename: str, offset: int = 0) -> str:
     """Read a file from the current project directory (for example an earlier stage's artifact).
 
@@ -221,7 +221,7 @@ async def read_whole_file(ctx: ToolContext, filename: str, limit: int = MAX_READ
     return window.text
 
 
-@tool(default_limit=12)
+@tool(canonical="project.write_file", default_limit=12)
 async def write_project_file(ctx: ToolContext, filename: str, content: str) -> str:
     """Write a file in the current project directory, replacing it if it exists.
 
@@ -252,7 +252,7 @@ async def write_project_file(ctx: ToolContext, filename: str, content: str) -> s
     return f"Wrote {name} ({len(content):,} characters)."
 
 
-@tool(default_limit=20)
+@tool(canonical="project.edit_file", default_limit=20)
 async def edit_project_file(ctx: ToolContext, filename: str, old_text: str, new_text: str) -> str:
     """Replace one passage of a file you may write: old_text must occur exactly once.
 

@@ -41,7 +41,7 @@ def _work(doc: Document) -> str:
     return "; ".join(sanitize(p) for p in parts if p)
 
 
-@tool(default_limit=6, unavailable=_library_unavailable)
+@tool(canonical="library.search", default_limit=6, unavailable=_library_unavailable)
 async def search_library(ctx: ToolContext, query: str) -> str:
     """Search the writer's own library (PDFs, Word files, pages, notes) by keywords and meaning.
 
@@ -94,7 +94,7 @@ def _with_page_marks(text: str, start: int, end: int, marks: tuple[tuple[int, st
     return "".join(pieces)
 
 
-@tool(default_limit=8)
+@tool(canonical="library.read_document", default_limit=8)
 async def read_library_document(ctx: ToolContext, id: str, offset: int = 0) -> str:
     """Read a document of the writer's library (the id from search_library); long documents
     come in parts. Reading archives it as a source: cite it by the source id it names (S1, S2...).

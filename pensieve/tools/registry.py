@@ -139,9 +139,10 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return "\n".join(summary).strip(), params
 
 
-def tool(*, default_limit: int, unavailable: Availability = _always) -> Callable[[ToolFunction], Tool]:
+def tool(*, canonical: str, default_limit: int, unavailable: Availability = _always) -> Callable[[ToolFunction], Tool]:
     """Decorate `async def name(ctx: ToolContext, arg: type, ...) -> result` to make it a Tool.
 
+    `canonical` is the name the configuration uses (`web.fetch_url`, pensieve.tool_matrix);
     `default_limit` is the tool's per-stage call cap; `unavailable` says why the tool cannot
     be offered in this configuration (None when it can).
     """
@@ -165,10 +166,7 @@ def tool(*, default_limit: int, unavailable: Availability = _always) -> Callable
             prop.pop("title", None)
         schema.setdefault("properties", {})
         schema["additionalProperties"] = False
-        from pensieve.tool_matrix import CANONICAL
-
-        name = fn.__name__
-        return Tool(name, fn, description, schema, model, default_limit, unavailable, CANONICAL.get(name, name))
+        return Tool(fn.__name__, fn, description, schema, model, default_limit, unavailable, canonical)
 
     return build
 

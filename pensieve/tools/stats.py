@@ -21,7 +21,7 @@ def text_stats_of(text: str) -> dict[str, Any]:
     }
 
 
-@tool(default_limit=10)
+@tool(canonical="text.stats", default_limit=10)
 async def text_stats(ctx: ToolContext, text: str = "", filename: str = "") -> dict[str, Any]:
     """Count words and characters (spaces included) of a text and estimate its reading time at 200 words per minute.
 

@@ -33,7 +33,7 @@ def _embedding_unavailable(_settings: Settings, _environ: Mapping[str, str]) -> 
     return None
 
 
-@tool(default_limit=3, unavailable=_embedding_unavailable)
+@tool(canonical="topics.search", default_limit=3, unavailable=_embedding_unavailable)
 async def search_topics(ctx: ToolContext, query: str) -> str:
     """Search this workspace's topic memory (notes from earlier articles) by meaning, not keywords.
 

@@ -165,7 +165,7 @@ def _item(result: SearchResult) -> dict[str, object]:
     return item
 
 
-@tool(default_limit=5, unavailable=search_unavailable)
+@tool(canonical="web.search", default_limit=5, unavailable=search_unavailable)
 async def web_search(ctx: ToolContext, query: str, kind: Literal["web", "academic", "all"] = "all") -> str:
     """Search with a keyword query. Returns a JSON list of {title, url, snippet, source}, with
     authors, year, venue and doi where known (papers). A paper's url is its DOI, arXiv or
@@ -389,7 +389,7 @@ def _read_on(ctx: ToolContext, source: ArchivedSource, text: str, shown: int) ->
     return f"\n[... truncated: {len(text) - shown:,} of {len(text):,} characters cut (fetch.max_chars); {where}]"
 
 
-@tool(default_limit=10, unavailable=web_off)
+@tool(canonical="web.fetch_url", default_limit=10, unavailable=web_off)
 async def fetch_url(ctx: ToolContext, url: str, mode: Literal["text", "raw", "summary"] = "text") -> str:
     """Fetch a web page and return its content (pages are kept in the project's sources/ archive).
 

@@ -35,12 +35,17 @@ from pensieve.web.fetcher import FetchError, read_capped
 from pensieve.web.identifiers import canonical_url
 from pensieve.web.ratelimit import Pacer
 
-# Markup in snippets and abstracts: HTML's inline and block elements (lowercase, as providers
-# write them), namespaced tags (JATS's <jats:p>) and any tag with an attribute. Not every
-# <...>: "Box<dyn Trait>", "Vec<T>" and "<'a>" are the words of a snippet about generics.
+# Markup in snippets, abstracts and error pages: a doctype or comment, HTML's elements (the
+# one-letter ones lowercase only, as providers write them), namespaced tags (JATS's
+# <jats:p>) and any tag with an attribute. Not every <...>: "Box<dyn Trait>", "Vec<T>" and
+# "<'a>" are the words of a snippet about generics.
 _TAGS = re.compile(
-    r"</?(?:(?:a|abbr|b|br|code|div|em|h[1-6]|hr|i|img|li|mark|ol|p|pre|s|small|span|strong|sub|sup|u|ul)"
-    r"|[A-Za-z][\w.-]*:[\w.-]+)(?:\s[^<>]*)?/?>"
+    r"<!(?i:doctype|--)[^>]*>"
+    r"|</?(?i:abbr|article|blockquote|body|br|caption|center|code|dd|div|dl|dt|em|font|footer|form|h[1-6]|head"
+    r"|header|hr|html|img|li|link|main|mark|meta|nav|ol|pre|script|section|small|span|strong|style|sub|sup"
+    r"|table|tbody|td|th|thead|title|tr|ul)(?:\s[^<>]*)?/?>"
+    r"|</?(?:a|b|i|p|s|u)(?:\s[^<>]*)?/?>"
+    r"|</?[A-Za-z][\w.-]*:[\w.-]+(?:\s[^<>]*)?/?>"
     r"|<[A-Za-z][\w:-]*\s+[^<>]*=[^<>]*>"
 )
 _TITLE_KEY_MIN = 30  # shorter titles ("Introduction") are too common to identify a work

@@ -200,6 +200,9 @@ class FakeModel:
     requests: list[Recorded] = field(default_factory=list)
     delay_s: dict[str, float] = field(default_factory=dict)
     usage: tuple[int, int] = (100, 20)
+    # Count usage from the request and the reply instead (4 characters a token, the rule of
+    # the by-hand relay): what the estimate benchmark compares its figures with.
+    count_tokens: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
     server: ThreadingHTTPServer | None = None
     # Replies used in turn, round and round, once a stage's script is used up.
@@ -300,6 +303,11 @@ class FakeModel:
                 for i, c in enumerate(reply["tool_calls"])
             ]
         prompt_tokens, completion_tokens = self.usage
+        if self.count_tokens:
+            prompt_tokens = len(json.dumps(body.get("messages") or [])) // 4
+            written = len(message.get("content") or "")
+            written += sum(len(c["function"]["arguments"]) for c in message.get("tool_calls") or [])
+            completion_tokens = written // 4
         finish_reason = reply.get("finish_reason") or ("tool_calls" if reply.get("tool_calls") else "stop")
         response = {
             "id": f"chatcmpl-{len(self.requests)}",

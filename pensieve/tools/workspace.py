@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from pensieve.citations.text import shorten
+from pensieve.project.status_view import PROJECT_STATES
 from pensieve.project.workspace import read_file_nofollow
 from pensieve.stages import Artifact
 from pensieve.tools.registry import ToolContext, tool
 from pensieve.untrusted import sanitize
 
-PROJECT_STATES = frozenset({"pending", "running", "paused", "complete", "error"})
 FINAL_FILE = Artifact.FINAL
 TITLE_CHARS = 200
 SUMMARY_CHARS = 300
@@ -107,7 +107,7 @@ def earlier_articles(ctx: ToolContext) -> dict[str, str]:
     }
 
 
-@tool(default_limit=3)
+@tool(canonical="workspace.list_projects", default_limit=3)
 async def list_projects(ctx: ToolContext) -> list[dict[str, Any]]:
     """List every project (article) in the current workspace with its id, brief and pipeline status.
 
