@@ -14,3 +14,5 @@ fetched once by URL), searched and cited by the agents like the web.
 Importing this package stays cheap: pypdf, python-docx, bm25s and the model are imported
 by the functions that need them.
 """
+
+__all__ = ["adding", "extract", "index", "sources", "store"]
