@@ -11,12 +11,19 @@ Run from the repository root:  python bench/bench_evidence.py  [--sources N] [--
    from the cache, only the article's sentences embedded), and the warm time as a ratio
    to embedding the article's sentences alone, the floor any alignment pays.
    The texts are synthetic (sentences from templates with random words and numbers).
+3. Real writing: false alarms on genuine supported sentences, recall on planted errors, F1
+   and the supported share, on the labelled set of articles written over the Rust RFC corpus
+   (tests/data/evidence_real_*.jsonl and evidence_own_rfcs.jsonl; the calibration part and
+   the held-out part apart). Needs ../shared/corpus/rust-rfcs (or $PENSIEVE_EVIDENCE_CORPUS).
+4. Cold on long pages: a ~1,500-word article against the 14 longest RFCs (cut at 90,000
+   characters), nothing cached: what a new project's first alignment costs; then warm.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -31,7 +38,7 @@ from pensieve.evidence.segment import cited_sentences
 from pensieve.project.source_archive import SourceArchive
 from pensieve.project.workspace import Project, open_workspace
 from pensieve.topics.embedder import get_embedder
-from tests.evidence_scoring import load_labels, score
+from tests.evidence_scoring import RealScore, corpus_dir, load_labels, load_real, score, score_real
 
 NOUNS = [
     "index",
@@ -221,6 +228,95 @@ def speed(sources: int, source_words: int, repeats: int) -> None:
     print(f"  verdicts: {summary}")
 
 
+def real_detection() -> None:
+    corpus, why = corpus_dir()
+    if corpus is None:
+        print(f"real set: skipped ({why})")
+        return
+    results = {}
+    for part in ("dev", "held_out"):
+        rows = load_real(part)
+        if not rows:
+            print(f"real set ({part}): no labels in tests/data")
+            continue
+        started = time.perf_counter()
+        results[part] = score_real(rows, corpus)
+        print_real(part, results[part], len(rows), time.perf_counter() - started)
+    if len(results) == 2:
+        total = results["dev"] + results["held_out"]
+        print_real("all", total, len(load_real()), None)
+
+
+def print_real(part: str, result: RealScore, pairs: int, elapsed: float | None) -> None:
+    kinds = ", ".join(f"{k} {result.caught_kind[k]}/{result.per_kind[k]}" for k in sorted(result.per_kind))
+    took = f" ({elapsed:.1f}s)" if elapsed is not None else ""
+    print(f"real set ({part}): {pairs} pairs, {result.genuine} genuine supported, {result.planted} planted{took}")
+    print(
+        f"  false alarms on genuine: {result.false_alarm_rate:.1%} ({result.false_alarms}/{result.genuine}, "
+        f"target <= 10%)  planted recall: {result.planted_recall:.3f} ({result.caught}/{result.planted}, "
+        f"target >= 0.80)  F1: {result.f1:.3f}  supported share of genuine: {result.supported_share:.1%}"
+    )
+    print(f"  planted caught per kind: {kinds}")
+    best = result.judge_leaves / result.genuine if result.genuine else 0.0
+    print(
+        f"  with evidence.judge: {result.judge_calls} calls for these {pairs} pairs; a judge right every time "
+        f"would leave {best:.1%} false alarms and the same recall (it is asked only about flagged pairs)"
+    )
+
+
+def long_pages(count: int = 14, limit: int = 90_000) -> list[tuple[str, str]]:
+    """The longest RFCs of the corpus (cut at `limit` characters), else synthetic pages."""
+    corpus, _why = corpus_dir()
+    if corpus is not None:
+        files = sorted(corpus.glob("*.md"), key=lambda f: -f.stat().st_size)[:count]
+        return [(f.stem, f.read_text(encoding="utf-8")[:limit]) for f in files]
+    rng = random.Random(5)
+    return [(f"page-{i}", source_text(rng, limit // 7)[:limit]) for i in range(count)]
+
+
+def cold_long(repeats: int) -> None:
+    """A 1,500-word article citing 14 long pages: its first alignment, then warm."""
+    rng = random.Random(3)
+    pages = long_pages()
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Project(open_workspace(Path(tmp), "bench"), "long")
+        project.dir.mkdir(parents=True)
+        archive = SourceArchive(project.dir)
+        sentences: list[list[str]] = []
+        for stem, text in pages:
+            url = f"http://127.0.0.1:8741/doc/{stem}/"
+            archive.add(url=url, final_url=url, title=stem, content_type="text/plain", body=text.encode(), text=text)
+            prose = [p for p in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if 60 < len(p) < 240]
+            sentences.append([p for p in prose if "`" not in p and "[" not in p])
+        lines, words = ["# Long pages", ""], 0
+        while words < 1500:
+            page = rng.randrange(len(pages))
+            body = rng.choice(sentences[page]).rstrip(".")
+            line = f"{body} [S{page + 1}]."
+            words += len(line.split())
+            lines += [line, ""]
+        (project.dir / "draft_v1.md").write_text("\n".join(lines), encoding="utf-8")
+        settings = Settings()
+        chars = sum(len(t) for _, t in pages)
+        started = time.perf_counter()
+        alignment = align_file(project, "draft_v1.md", settings)
+        cold = time.perf_counter() - started
+        warm = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            alignment = align_file(project, "draft_v1.md", settings)
+            warm.append(time.perf_counter() - started)
+        assert alignment is not None
+        summary = alignment.entry()["summary"]
+    print(
+        f"cold on long pages: a {words:,}-word article vs {len(pages)} pages ({chars:,} characters, the longest "
+        f"{max(len(t) for _, t in pages):,})"
+    )
+    print(f"  cold (nothing cached, model loaded): {cold:.2f}s  (target < 20 s on 2 cores)")
+    print(f"  warm: best {min(warm):.2f}s of {repeats}")
+    print(f"  verdicts (sentences copied from the pages): {summary}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sources", type=int, default=30)
@@ -231,6 +327,8 @@ def main() -> None:
     get_embedder()
     print(f"model load: {time.perf_counter() - started:.1f}s")
     detection()
+    real_detection()
+    cold_long(args.repeats)
     speed(args.sources, args.source_words, args.repeats)
 
 

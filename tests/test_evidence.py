@@ -27,11 +27,11 @@ from pensieve.project.source_archive import SourceArchive
 from pensieve.project.workspace import Project, open_workspace
 from pensieve.topics.embedder import MODEL_PACKAGE, Embedder, get_embedder
 from tests.conftest import Home
-from tests.evidence_scoring import load_labels, score
+from tests.evidence_scoring import corpus_dir, load_labels, load_real, score, score_real
 from tests.fakes.cli_process import child_env
 from tests.fakes.web_site import ARTICLE_FACT, FakeSite
 from tests.publish_fixtures import damaged_evidence
-from tests.test_citations import P1, P2, TYPED_REFS, article, script_clean_run, status_of, write
+from tests.test_citations import P1, P2, P3, TYPED_REFS, article, script_clean_run, status_of, write
 
 CATEGORIES = {
     "paraphrase",
@@ -47,6 +47,10 @@ CATEGORIES = {
 # Measured: precision 1.000, recall 0.964, F1 0.982 (README, Benchmarks); the issue's target is F1 0.85.
 F1_FLOOR = 0.90
 RECALL_FLOOR = 0.90
+# On the real set (README, Benchmarks): measured 16.5% false alarms, planted recall 0.552; the
+# targets of issue 25 (10%, 0.80) are not met yet: these floors keep what is reached.
+REAL_FALSE_ALARMS_CEILING = 0.20
+REAL_RECALL_FLOOR = 0.50
 INVENTED = "HNSW builds its layered proximity graph in exactly 14 layers and searches it from the top [S1]."
 
 
@@ -198,12 +202,15 @@ def test_alignment_writes_evidence_json_and_reuses_cached_vectors(tmp_path: Path
     for sentence in sentences:
         assert draft[sentence["start"] : sentence["end"]] == sentence["text"]
         for citation in sentence["citations"]:
-            assert set(citation) == {"source", "verdict", "score", "passage", "missing", "judge"}
+            assert set(citation) == {
+                *("source", "verdict", "score", "confidence", "passage", "passages", "missing", "reasons"),
+                "judge",
+            }
             if citation["passage"]:
                 passage = citation["passage"]
                 assert source_file[passage["start"] : passage["end"]] == passage["text"]
     invented = sentences[1]
-    assert "14 is not in S1" in invented["findings"]
+    assert "14 not found in S1" in invented["findings"]
     assert invented["citations"][0]["missing"] == ["14"]
     assert sentences[3]["citations"][0]["passage"] is None
     assert any("S9 is not in the source archive" in f for f in sentences[3]["findings"])
@@ -239,6 +246,27 @@ def test_detector_stays_above_its_floor_on_the_labelled_set() -> None:
     assert recall >= RECALL_FLOOR, f"recall {recall:.3f} (precision {precision:.3f}, F1 {f1:.3f})"
 
 
+@pytest.mark.slow
+def test_detector_stays_above_its_floor_on_real_writing() -> None:
+    """Three articles written end to end over the Rust RFC corpus by a careful writer, every
+    cited sentence labelled against its source, plus planted errors (bench/bench_evidence.py
+    prints the figures; the floors sit a little under them)."""
+    corpus, why = corpus_dir()
+    if corpus is None:
+        pytest.skip(why)
+    rows = load_real()
+    genuine = [r for r in rows if r["kind"] == "genuine" and r["label"] == "supported"]
+    assert len(genuine) >= 150 and len({r["article"] for r in rows}) >= 3
+    assert len([r for r in rows if r["kind"] != "genuine"]) >= 60
+    result = score_real(rows, corpus)
+    figures = (
+        f"false alarms {result.false_alarm_rate:.1%}, planted recall {result.planted_recall:.3f}, "
+        f"F1 {result.f1:.3f}, supported share {result.supported_share:.1%}"
+    )
+    assert result.false_alarm_rate <= REAL_FALSE_ALARMS_CEILING, figures
+    assert result.planted_recall >= REAL_RECALL_FLOOR, figures
+
+
 # -- in the pipeline ----------------------------------------------------------------------------
 @pytest.mark.slow
 def test_the_reviser_receives_the_drafters_invented_number(web_home: Home, site: FakeSite) -> None:
@@ -249,11 +277,22 @@ def test_the_reviser_receives_the_drafters_invented_number(web_home: Home, site:
     draft = doc["artifacts"]["draft_v1.md"]
     assert draft["summary"]["unsupported"] == 1 and draft["summary"]["supported"] == 2
     task = web_home.model.for_stage("reviser")[0].messages[1]["content"]
-    assert "The evidence check found 1 cited sentence(s) in draft_v1.md" in task
-    assert "exactly 14 layers" in task and "14 is not in S1" in task
-    assert 'closest in S1: "' in task and ARTICLE_FACT in task.split("closest in S1:")[1]
-    # The reviser's clean draft is aligned too; the polisher gets no list.
-    assert doc["artifacts"]["draft_v2.md"]["summary"]["unsupported"] == 0
+    assert "could not find support in the cited sources for 1 cited sentence(s) of draft_v1.md" in task
+    assert "exactly 14 layers" in task and "14 not found in S1" in task
+    assert 'closest passage in S1: "' in task and ARTICLE_FACT in task.split("closest passage in S1:")[1]
+    # The reviser's clean draft is aligned too. Its synthesis sentence cites S1 and S2 for a
+    # claim neither page makes: each citation is judged on its own, so it is no longer cleared
+    # by the better of the two.
+    revised = doc["artifacts"]["draft_v2.md"]["sentences"]
+    assert [(s["text"], s["findings"]) for s in revised if s["verdict"] != "supported"] == [
+        (
+            P3,
+            [
+                "S1 was not found to support it: closest passage of S1 scores 0.31; "
+                "most of its words are not in the passage"
+            ],
+        )
+    ]
 
 
 @pytest.mark.slow
@@ -268,12 +307,16 @@ def test_unsupported_final_sends_the_polisher_back_once_then_stays(web_home: Hom
     assert len(polisher) == 4  # sent back once, not in a loop
     retry = polisher[2].messages[1]["content"]
     assert (
-        "The evidence check found 1 cited sentence(s) in final.md" in retry and "Start from scratch/final.md" in retry
+        "could not find support in the cited sources for 1 cited sentence(s) of final.md" in retry
+        and "Start from scratch/final.md" in retry
     )
+    # The second pass knows what the first did, and gets one list: its own final.md's.
+    assert "This is your second pass. In your first pass you wrote final.md" in retry
+    assert retry.count("source=evidence check of") == 1 and "evidence check of draft_v2.md" not in retry
     doc = status_of(web_home, pid)
     assert [p for p in doc["problems"] if "unsupported_citation" in p] == [
         'final.md: unsupported_citation: "HNSW builds its layered proximity graph in exactly 14 layers and searches '
-        'it from the top [1]." (14 is not in S1)'
+        'it from the top [1]." (14 not found in S1)'
     ]
     assert "evidence: 50% supported (1/2 cited sentences, final.md)" in web_home.run("status", pid).stdout
     shown_status = json.loads(web_home.run("status", pid, "--json").stdout)
@@ -306,7 +349,7 @@ def test_unsupported_final_sends_the_polisher_back_once_then_stays(web_home: Hom
     ]
 
     shown = web_home.run("evidence", pid)
-    assert shown.exit_code == 0 and "UNSUPPORTED" in shown.stdout and "finding: 14 is not in S1" in shown.stdout
+    assert shown.exit_code == 0 and "UNSUPPORTED" in shown.stdout and "finding: 14 not found in S1" in shown.stdout
     data = json.loads(web_home.run("evidence", pid, "--json").stdout)
     assert set(data["artifacts"]) == {"draft_v1.md", "draft_v2.md", "final.md"}
     one = json.loads(web_home.run("evidence", pid, "--json", "--file", "draft_v1.md").stdout)
@@ -359,7 +402,7 @@ def test_a_damaged_evidence_file_is_aligned_again_never_a_traceback(web_home: Ho
         # `pensieve evidence` rebuilds it too (what its own error message used to advise).
         path.write_text(text)
         shown = web_home.run("evidence", pid)
-        assert shown.exit_code == 0 and "finding: 14 is not in S1" in shown.stdout, (damage, shown.stderr)
+        assert shown.exit_code == 0 and "finding: 14 not found in S1" in shown.stdout, (damage, shown.stderr)
         assert json.loads(path.read_text())["artifacts"]["draft_v1.md"] == good, damage
         status = web_home.run("status", pid)
         assert "evidence: 67% supported (2/3 cited sentences, draft_v1.md)" in status.stdout, damage
@@ -409,13 +452,13 @@ def _doubtful(*missing: list[str]) -> Alignment:
     for index, numbers in enumerate(missing):
         text = f"Claim {index} with {' and '.join(numbers) or 'no number'} [S1]."
         passage = {"text": f"A passage about claim {index}.", "start": 0, "end": 24}
-        reasons = [f"{n} is not in S1" for n in numbers] or ["the passage is about something else"]
+        reasons = [f"{n} not found in S1" for n in numbers] or ["the passage is about something else"]
         citation = Citation("S1", "unsupported", 0.3, passage, missing=list(numbers), reasons=reasons)
         alignment.sentences.append(
             {"index": index, "text": text, "start": 0, "end": len(text), "verdict": "", "citations": [], "findings": []}
         )
         alignment.citations.append([citation])
-        alignment.missing_everywhere.append([f"{n} is not in S1" for n in numbers])
+        alignment.missing_everywhere.append([f"{n} not found in S1" for n in numbers])
     alignment.refresh()
     return alignment
 
@@ -439,7 +482,7 @@ def test_a_judges_yes_does_not_make_up_for_a_missing_number() -> None:
     assert asyncio.run(judge(alignment, JudgeDouble("yes: close enough"), 5)) == 1
     (sentence,) = alignment.sentences
     assert sentence["verdict"] == "weak" and sentence["citations"][0]["verdict"] == "weak"
-    assert sentence["findings"] == ["14 is not in S1"]
+    assert sentence["findings"] == ["14 not found in S1"]
     assert alignment.entry()["summary"]["supported"] == 0
 
 
@@ -481,16 +524,22 @@ def test_the_judge_is_asked_about_doubtful_pairs_and_counted_in_the_stage(web_ho
             "source": "S1",
             "verdict": "unsupported",
             "score": judged[0]["score"],
+            "confidence": 0.9,
             "passage": judged[0]["passage"],
+            "passages": judged[0]["passages"],
             "missing": ["14"],
+            "reasons": ["14 not found in S1"],
             "judge": {"answer": "no", "reason": "S1 gives no number of layers"},
         },
         {
             "source": "S2",
             "verdict": "weak",
             "score": judged[1]["score"],
+            "confidence": judged[1]["confidence"],
             "passage": judged[1]["passage"],
+            "passages": judged[1]["passages"],
             "missing": judged[1]["missing"],
+            "reasons": judged[1]["reasons"],
             "judge": {"answer": "partly", "reason": "the year is not there"},
         },
     ]
@@ -513,4 +562,4 @@ def test_evidence_a_crash_left_missing_is_computed_when_the_run_resumes(web_home
     evidence.unlink()  # as if the process died between the commit and the alignment
     assert web_home.run("run", pid, "--until", "reviser", "--quiet").exit_code == 0
     assert json.loads(evidence.read_text())["artifacts"]["draft_v1.md"]["summary"]["unsupported"] == 1
-    assert "14 is not in S1" in web_home.model.for_stage("reviser")[0].messages[1]["content"]
+    assert "14 not found in S1" in web_home.model.for_stage("reviser")[0].messages[1]["content"]

@@ -108,7 +108,13 @@ def test_html_export(home: Home, project: Path) -> None:
 
 def test_html_marks_unsupported_and_stale_evidence(home: Home, project: Path) -> None:
     write_evidence(project, verdicts={"S3": "unsupported", "S2": "weak"})
-    tree = lxml_html.fromstring(_export(home).read_text(encoding="utf-8"))
+    # Readers get the article: no verdict, no passage, no "1 unsupported" unless asked.
+    plain = lxml_html.fromstring(_export(home).read_text(encoding="utf-8"))
+    assert {c.get("data-verdict") for c in plain.xpath("//a[@data-verdict]")} == {"unchecked"}
+    assert not plain.xpath("//*[contains(@class, 'flag')] | //*[contains(@class, 'passage')]")
+    assert not plain.xpath("//*[contains(@class, 'evidence-summary')]")
+    assert "no evidence check yet" not in plain.text_content()
+    tree = lxml_html.fromstring(_export(home, "--evidence-marks").read_text(encoding="utf-8"))
     # Each citation opens its passage, which links to the reference.
     references = {li.get("id"): li.get("value") for li in tree.xpath("//ol[@class='references']/li")}
     cites = tree.xpath("//a[contains(concat(' ', @class, ' '), ' cite ')]")
@@ -122,7 +128,7 @@ def test_html_marks_unsupported_and_stale_evidence(home: Home, project: Path) ->
 
     final = project / "final.md"
     final.write_text(final.read_text() + "\nOne more sentence added by hand.\n")
-    result = home.run("export", PROJECT)
+    result = home.run("export", PROJECT, "--evidence-marks")
     assert result.exit_code == 0 and "evidence is stale for final.md" in result.stderr
     tree = lxml_html.fromstring(Path(result.stdout.strip()).read_text(encoding="utf-8"))
     assert "stale" in tree.xpath("//div[@class='notice']")[0].text_content()
@@ -145,7 +151,9 @@ def test_a_damaged_evidence_entry_is_said_and_shows_no_verdict(home: Home, proje
 
 def test_docx_export(home: Home, project: Path) -> None:
     write_evidence(project, verdicts={"S3": "unsupported"})
-    path = _export(home, "--format", "docx")
+    unmarked = docx.Document(str(_export(home, "--format", "docx")))
+    assert not [p.text for p in unmarked.paragraphs if "unsupported" in p.text]
+    path = _export(home, "--format", "docx", "--evidence-marks")
     assert path.name == f"{PROJECT}.docx"
     document = docx.Document(str(path))
     paragraphs = document.paragraphs
@@ -191,7 +199,9 @@ def test_docx_opens_in_libreoffice(home: Home, project: Path, tmp_path: Path) ->
 
 def test_markdown_export(home: Home, project: Path) -> None:
     write_evidence(project, verdicts={"S2": "weak"})
-    text = _export(home, "--format", "md", "--front-matter").read_text(encoding="utf-8")
+    unmarked = _export(home, "--format", "md").read_text(encoding="utf-8")
+    assert "(weak)" not in unmarked and "[2]" in unmarked
+    text = _export(home, "--format", "md", "--front-matter", "--evidence-marks").read_text(encoding="utf-8")
     meta = yaml.safe_load(text.split("---\n")[1])
     assert meta["title"] == "How vector databases index embeddings"
     assert meta["sources"] == 4 and re.fullmatch(r"\d{4}-\d{2}-\d{2}", meta["date"])
@@ -587,7 +597,7 @@ def test_export_shows_the_evidence_the_real_check_computed(home: Home, project: 
     findings = {f for s in entry["sentences"] for f in s["findings"]}
     assert findings == {f for sec in data["sections"] for s in sec["sentences"] for f in s["findings"]}
 
-    tree = assert_safe_page(_export(home).read_text(encoding="utf-8"))
+    tree = assert_safe_page(_export(home, "--evidence-marks").read_text(encoding="utf-8"))
     shown = []
     for cite in tree.xpath("//a[contains(concat(' ', @class, ' '), ' cite ')]"):
         passage = cite.getnext()

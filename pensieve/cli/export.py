@@ -34,6 +34,13 @@ def export(
     front_matter: Annotated[
         bool, typer.Option("--front-matter", help="Markdown only: start with YAML front matter.")
     ] = False,
+    evidence_marks: Annotated[
+        bool,
+        typer.Option(
+            "--evidence-marks",
+            help="Mark weak and unsupported citations and show the evidence summary (off: readers see the article).",
+        ),
+    ] = False,
 ) -> None:
     """Export a finished article; prints the path written.
 
@@ -51,7 +58,13 @@ def export(
             raise UsageError("no project given: pensieve export ID (or --verify BUNDLE)")
         project = workspace_of(workspace).existing_project(project_id)
         result = export_project(
-            project.dir, fmt=fmt, output=output, bundle=bundle, name=file, front_matter=front_matter
+            project.dir,
+            fmt=fmt,
+            output=output,
+            bundle=bundle,
+            name=file,
+            front_matter=front_matter,
+            evidence_marks=evidence_marks,
         )
         for warning in result.warnings:
             err.print(f"warning: {warning}", markup=False)

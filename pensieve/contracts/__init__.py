@@ -19,7 +19,7 @@ holds the contracts of the stage rows and the check itself.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -94,6 +94,7 @@ def check_artifact(
     earlier_articles: Mapping[str, str] | None = None,
     similarity: Similarity | None = None,
     files_read: Collection[str] | None = None,
+    own_text: Callable[[], Sequence[str]] | None = None,
 ) -> list[Violation]:
     """Every way `text` fails the contract of the stage's artifact; [] when it meets it.
 
@@ -105,6 +106,8 @@ def check_artifact(
       when the stage started (what list_projects showed it); None when not known.
     - similarity: replaces the MiniLM similarity of the on_topic fallback (tests).
     - files_read: the files the agent read with read_project_file; None when not known.
+    - own_text: the project's own texts (artifacts, archived sources), which the instructions
+      may quote: repeating them is no echo. Called only when an echo is suspected.
     """
     if not settings.contracts.enabled:
         return []
@@ -120,6 +123,7 @@ def check_artifact(
         earlier_articles=earlier_articles,
         similarity=similarity,
         unread=() if files_read is None else tuple(str(r) for r in stage.reads if str(r) not in files_read),
+        own_text=own_text,
     )
     if not text.strip():
         return [Violation("not_empty", "it is empty", f"write the whole {contract.kind}")]

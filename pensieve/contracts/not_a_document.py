@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pensieve.contracts.reading import LazyPattern, tool_names, word_count
@@ -138,13 +139,17 @@ def _shingles(text: str, size: int = ECHO_SHINGLE_WORDS) -> set[tuple[str, ...]]
     return {tuple(words[i : i + size]) for i in range(len(words) - size + 1)}
 
 
-def echo_overlap(text: str, *sources: str) -> float:
-    """Share of the text's 8-word sequences that also occur in the sources (0 for short texts)."""
+def echo_overlap(text: str, *sources: str, own: Sequence[str] = ()) -> float:
+    """Share of the text's 8-word sequences that also occur in the sources (0 for short texts),
+    leaving out those of `own`: text the sources quote from the project itself."""
     mine = _shingles(text)
     if not mine:
         return 0.0
     theirs: set[tuple[str, ...]] = set().union(*(_shingles(s) for s in sources if s))
-    return len(mine & theirs) / len(mine)
+    shared = mine & theirs
+    if shared and own:
+        shared -= set().union(*(_shingles(o) & shared for o in own if o))
+    return len(shared) / len(mine)
 
 
 def universal_checks(text: str, given: Inputs) -> tuple[list[Violation], bool]:
@@ -170,8 +175,12 @@ def universal_checks(text: str, given: Inputs) -> tuple[list[Violation], bool]:
     sources = {"system prompt": given.prompt or "", "task message": given.task_message or ""}
     overlap = echo_overlap(text, *sources.values())
     limit = given.limits.echo_max_overlap
+    own: Sequence[str] = ()
+    if overlap > limit and given.own_text is not None:
+        own = given.own_text()
+        overlap = echo_overlap(text, *sources.values(), own=own)
     if overlap > limit:
-        echoed = [label for label, source in sources.items() if source and echo_overlap(text, source) > 0]
+        echoed = [label for label, source in sources.items() if source and echo_overlap(text, source, own=own) > 0]
         found.append(
             Violation(
                 "not_echo",

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal, NamedTuple
 
@@ -58,6 +58,11 @@ class Inputs(NamedTuple):
     similarity: Similarity | None = None
     # The stage's inputs it never read with read_project_file (empty when unknown).
     unread: tuple[str, ...] = ()
+    # The project's own text (its artifacts, archived sources): the instructions quote it
+    # (the evidence lists quote the article's sentences and the sources' passages), and an
+    # artifact that keeps it says it again without echoing the instructions. Read only when
+    # an echo is suspected (it can be megabytes).
+    own_text: Callable[[], Sequence[str]] | None = None
 
     @property
     def limits(self) -> ContractsSettings:

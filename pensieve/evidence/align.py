@@ -10,6 +10,7 @@ must be in the passage or the sentences next to it; a passage that says the oppo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -27,9 +28,17 @@ if TYPE_CHECKING:
 
 _CANDIDATES = 6  # most similar windows weighed against the lexical evidence
 _FACT_CANDIDATES = 12  # windows holding one of the sentence's numbers, weighed too
+_LEXICAL_CANDIDATES = 16  # windows sharing the most words with a claim: the only ones embedded
+_SMALL_SOURCE = 40  # a source with at most this many windows is embedded whole
+_SUPPORT_WINDOWS = 3  # a sentence may rest on this many passages of one source together
 # Below this share of its content words near the passage, a sentence says more than the
 # passage does (paraphrases in the labelled set: 0.33 and up; related claims: down to 0.1).
 _MIN_COVERAGE = 0.25
+# A passage "says the opposite" only when it is about what the sentence is about: this
+# share of the sentence's words (negation and direction words aside) near it.
+_SAME_SUBJECT = 0.5
+_SAID_IN_WORDS = 0.6  # share of the sentence's words in the passage that makes a close passage say it
+_HEADER_CHARS = 1_500  # a page's header (number, status, dates, version) comes first
 _RANK = {v: i for i, v in enumerate(VERDICTS)}  # supported best
 
 
@@ -47,6 +56,7 @@ class SourceText:
     id: str
     text: str  # the archived text (after the front matter)
     offset: int = 0  # where that text starts in sources/<id>.md
+    meta: str = ""  # what the archive knows of it: title, URL, identifiers
     # A library document's page map: (offset in text, page label), so a passage has a page.
     pages: tuple[tuple[int, str], ...] = ()
 
@@ -60,14 +70,19 @@ class Citation:
     missing: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)  # why not supported, for the findings
     judge: dict[str, str] | None = None
+    confidence: float = 0.5  # how sure the verdict is (0..1): repairs are asked only when sure
+    passages: list[dict[str, Any]] = field(default_factory=list)  # further passages it rests on
 
     def as_json(self) -> dict[str, Any]:
         return {
             "source": self.source,
             "verdict": self.verdict,
             "score": round(self.score, 3),
+            "confidence": round(self.confidence, 2),
             "passage": self.passage,
+            "passages": self.passages,
             "missing": self.missing,
+            "reasons": self.reasons,
             "judge": self.judge,
         }
 
@@ -76,86 +91,320 @@ def _worse(a: str, b: str) -> str:
     return a if _RANK[a] > _RANK[b] else b
 
 
+@dataclass
+class SourceView:
+    """One source as the alignment reads it: its windows and vectors, its whole text and its
+    header (facts of the source itself: number, dates, version), computed once."""
+
+    source: SourceText
+    windows: list[Span]
+    vectors: npt.NDArray[np.float32]
+    whole: lexical.Haystack
+    known: lexical.Haystack
+    flat: str
+    idf: dict[str, float]
+    stems: list[set[str]]
+
+
+def header_text(text: str) -> str:
+    """The page's header and metadata: its opening, its `Key: value` lines and table rows
+    near the top (`Created: 29-Sep-2014`, `| Version | 3.12 |`)."""
+    head = text[: _HEADER_CHARS * 3]
+    lines = re.findall(r"^[ \t]*(?:[-*][ \t]+)?[\w][\w .()/-]{0,40}:[ \t]+\S.*$|^[ \t]*\|.*\|[ \t]*$", head, re.M)
+    return text[:_HEADER_CHARS] + "\n" + "\n".join(lines)
+
+
+def _stems(words: set[str]) -> set[str]:
+    return {w[:6] for w in words if len(w) > 3 and w not in lexical.STOP and not w.isdigit()}
+
+
+def view_of(source: SourceText, windows: list[Span], vectors: npt.NDArray[np.float32]) -> SourceView:
+    import math
+
+    words = _window_facts(windows)[1]
+    stems = [_stems(w) for w in words]
+    counts: dict[str, int] = {}
+    for window_stems in stems:
+        for stem in window_stems:
+            counts[stem] = counts.get(stem, 0) + 1
+    idf = {stem: math.log(1 + len(windows) / n) for stem, n in counts.items()}
+    whole = source_haystack(source, windows)
+    known = lexical.Haystack.of(source.meta + "\n" + header_text(source.text))
+    return SourceView(source, windows, vectors, whole, known, lexical.flat(source.text), idf, stems)
+
+
+def candidates(claim: str, view: SourceView) -> list[int]:
+    """The windows worth embedding for a claim: those sharing its rarest words, those holding
+    its numbers, and those holding its quotations (a small source: all of them)."""
+    count = len(view.windows)
+    if count <= _SMALL_SOURCE:
+        return list(range(count))
+    wanted = _stems(lexical.word_keys(claim))
+    scores = [sum(view.idf.get(s, 0.0) for s in wanted & window) for window in view.stems]
+    order = sorted((i for i in range(count) if scores[i] > 0), key=lambda i: -scores[i])
+    chosen = order[:_LEXICAL_CANDIDATES]
+    numeric = [f for f in lexical.facts(claim) if f.kind in ("number", "date")]
+    if numeric:
+        keys = _window_facts(view.windows)[0]
+        holding = [i for i in order if any(keys[i] & f.keys for f in numeric)]
+        chosen += [i for i in holding[:_FACT_CANDIDATES] if i not in chosen]
+    chosen += [i for i in _quoted_windows(claim, view) if i not in chosen]
+    return chosen
+
+
+def _quoted_windows(claim: str, view: SourceView) -> list[int]:
+    found = []
+    for quote in lexical.quotations(claim):
+        probe = lexical.flat(quote)[:60]
+        found += [i for i, w in enumerate(view.windows) if probe in lexical.flat(w.text)]
+    return found
+
+
+def _quotes(claim: str, view: SourceView) -> tuple[list[str], list[str]]:
+    """The sentence's quotations found in the source as written (modulo typography), and
+    those whose words are nowhere together in it (a quotation with its markup or an elided
+    word differing is still the page's)."""
+    found: list[str] = []
+    not_found: list[str] = []
+    for quote in lexical.quotations(claim):
+        if lexical.flat(quote) in view.flat:
+            found.append(quote)
+        elif not _words_together(quote, view):
+            not_found.append(quote)
+    return found, not_found
+
+
+def _words_together(quote: str, view: SourceView) -> bool:
+    words = {w for w in lexical.word_keys(quote) if len(w) > 2}
+    if not words:
+        return True
+    _numbers, window_words = _window_facts(view.windows)
+    count = len(view.windows)
+    return any(
+        len(words - set().union(*(window_words[j] for j in _around(i, count)))) <= len(words) // 5
+        for i in range(count)
+        if window_words[i] & words
+    )
+
+
 def assess(
     claim: str,
     vector: npt.NDArray[np.float32],
-    windows: list[Span],
-    vectors: npt.NDArray[np.float32],
-    source: SourceText,
+    view: SourceView,
     thresholds: Thresholds,
-    whole: lexical.Haystack | None = None,
+    others: list[lexical.Haystack] | None = None,
+    pool: list[int] | None = None,
 ) -> Citation:
-    """One (sentence, source) pair: the best passage and the verdict."""
+    """One (sentence, source) pair: the passages that best support it, and the verdict."""
     import numpy as np
 
+    source, windows = view.source, view.windows
     if not windows:
-        return Citation(source.id, "unsupported", 0.0, None, reasons=[f"{source.id} has no archived text"])
-    whole = whole or source_haystack(source, windows)
+        return Citation(
+            source.id, "unsupported", 0.0, None, reasons=[f"{source.id} has no archived text"], confidence=0.9
+        )
+    pool = pool if pool is not None else candidates(claim, view)
+    embedded = [i for i in pool if not np.isnan(view.vectors[i, 0])]
+    if not embedded:
+        return Citation(
+            source.id, "unsupported", 0.0, None, reasons=[f"nothing in {source.id} is about this"], confidence=0.7
+        )
+    sims = {i: float(view.vectors[i] @ vector) for i in embedded}
     facts = lexical.facts(claim)
-    sims = vectors @ vector
-    order = list(np.argsort(-sims)[:_CANDIDATES])
     numeric = [f for f in facts if f.kind in ("number", "date")]
+    # The source's own number, dates and title are known facts of it, never demanded of a
+    # passage; a number another cited source gives is that source's to support.
+    elsewhere = [f for f in numeric if view.known.has(f) or any(o.has(f) for o in others or [])]
+    facts = [f for f in facts if f not in elsewhere]
+    quoted, misquoted = _quotes(claim, view)
+    anchored = set(_quoted_windows(claim, view)) if quoted else set()
+
+    by_sim = sorted(embedded, key=lambda i: -sims[i])
+    order = by_sim[:_CANDIDATES]
     if numeric:
         keys = _window_facts(windows)[0]
-        holding = [i for i in range(len(windows)) if any(keys[i] & f.keys for f in numeric)]
-        holding.sort(key=lambda i: -float(sims[i]))
+        holding = [i for i in by_sim if any(keys[i] & f.keys for f in numeric)]
         order.extend(i for i in holding[:_FACT_CANDIDATES] if i not in order)
+    order.extend(i for i in anchored if i in sims and i not in order)
 
-    best: tuple[float, int, list[lexical.Fact]] | None = None
+    index, missing, support = _choose(claim, windows, order, facts, sims, by_sim, thresholds, anchored)
+    window = windows[index]
+    score = sims[index]
+    near = _around(index, len(windows)) + support
+    context_text = " ".join(windows[i].text for i in sorted(set(near)))
+    covered = lexical.coverage(claim, context_text)
+    if index in anchored and covered >= _SAME_SUBJECT:
+        score = max(score, thresholds.supported)  # the page says it in the sentence's words
+    if _about_the_document(numeric, elsewhere, claim, view):
+        score = max(score, thresholds.supported)  # "RFC 1558, opened in March 2016": its header says so
+    if thresholds.weak <= score < thresholds.supported and lexical.coverage(claim, window.text) >= _SAID_IN_WORDS:
+        # MiniLM scores a faithful paraphrase of a technical passage 0.40-0.55; a passage that
+        # uses most of the sentence's own words says it.
+        score = thresholds.supported
+    found = _Findings(
+        "supported" if score >= thresholds.supported else "weak" if score >= thresholds.weak else "unsupported"
+    )
+    if found.verdict != "supported":
+        found.sure.append(0.55 + (thresholds.weak - score) if found.verdict == "unsupported" else 0.4)
+        found.reasons.append(f"closest passage of {source.id} scores {score:.2f}")
+    _fact_findings(found, missing, view, others or [])
+    for quote in misquoted:
+        found.add("weak", f'the quoted words "{_short(quote)}" not found in {source.id}', 0.7)
+    opposite = _opposite(claim, index, windows, sims, thresholds)
+    if opposite:
+        found.add("unsupported", opposite, 0.7)
+    # An absolute the page states anywhere it says this (any passage as close as a supporting
+    # one) is the page's, not the writer's.
+    close = " ".join(windows[i].text for i in by_sim if sims[i] >= thresholds.supported)
+    stronger = lexical.stronger_cues(claim, context_text + " " + close, window.text)
+    if stronger:
+        found.add("weak", "stated more strongly than the passage: " + ", ".join(stronger), 0.4)
+    if covered < _MIN_COVERAGE:
+        found.add("weak", "most of its words are not in the passage", 0.45)
+    verdict, reasons = found.verdict, found.reasons
+    if verdict == "supported":
+        confidence = min(1.0, 0.6 + 2 * (score - thresholds.supported) + (0.2 if index in anchored else 0.0))
+    else:
+        confidence = min(1.0, max(found.sure, default=0.5))
+    passage = _passage(source, window)
+    extra = [_passage(source, windows[i]) for i in support if i != index]
+    shown = [f.surface for f in missing if f.kind != "entity" or not view.whole.has(f)]
+    return Citation(source.id, verdict, score, passage, shown, reasons, confidence=confidence, passages=extra)
+
+
+@dataclass
+class _Findings:
+    """A pair's verdict as the checks lower it, with their reasons and how sure each is."""
+
+    verdict: str
+    reasons: list[str] = field(default_factory=list)
+    sure: list[float] = field(default_factory=list)
+
+    def add(self, verdict: str, reason: str, sure: float) -> None:
+        self.verdict = _worse(self.verdict, verdict)
+        self.reasons.append(reason)
+        self.sure.append(sure)
+
+
+def _choose(
+    claim: str,
+    windows: list[Span],
+    order: list[int],
+    facts: list[lexical.Fact],
+    sims: dict[int, float],
+    by_sim: list[int],
+    thresholds: Thresholds,
+    anchored: set[int],
+) -> tuple[int, list[lexical.Fact], list[int]]:
+    """The passage the sentence rests on (with the facts missing near it and the passages
+    that support it together with it)."""
+    best: tuple[float, int, list[lexical.Fact], list[int]] | None = None
     for index in order:
+        support = _support(index, by_sim, sims, thresholds)
+        context = _haystack_of(windows, _around(index, len(windows)) + support)
         own = _haystack(windows, index, index)
-        context = _haystack(windows, max(0, index - 1), min(len(windows) - 1, index + 1))
         missing = [f for f in facts if not context.has(f)]
         # Facts next to the passage count, but a passage that states them itself is better.
         aside = [f for f in facts if f.kind != "entity" and f not in missing and not own.has(f)]
-        penalty = sum(0.3 if f.kind != "entity" else 0.05 for f in missing) + 0.2 * len(aside)
-        rank = float(sims[index]) - penalty
+        penalty = sum(0.3 if f.kind != "entity" else 0.05 for f in missing) + 0.1 * len(aside)
+        # The passage that says it uses its words: a similar passage about something else
+        # ("supported for the wrong reason") ranks below one that states the claim.
+        said = lexical.coverage(claim, " ".join(windows[i].text for i in _around(index, len(windows))))
+        rank = sims[index] - penalty + 0.3 * said + (0.3 if index in anchored else 0.0)
         if best is None or rank > best[0]:
-            best = (rank, int(index), missing)
+            best = (rank, index, missing, support)
     assert best is not None
-    _rank, index, missing = best
-    window = windows[index]
-    score = float(sims[index])
-    reasons: list[str] = []
+    return best[1], best[2], best[3]
 
-    verdict = "supported" if score >= thresholds.supported else "weak" if score >= thresholds.weak else "unsupported"
-    if verdict != "supported":
-        reasons.append(f"closest passage of {source.id} scores {score:.2f}")
+
+def _fact_findings(
+    found: _Findings, missing: list[lexical.Fact], view: SourceView, others: list[lexical.Haystack]
+) -> None:
+    sid = view.source.id
     for fact in missing:
         if fact.kind in ("number", "date"):
-            verdict = "unsupported"
-            where = "the passage" if whole.has(fact) else source.id
-            reasons.append(f"{fact.surface} is not in {where}")
-        elif whole.has(fact):
-            continue  # a name the page gives elsewhere (pages name their subject once)
-        else:
-            verdict = "unsupported"
-            reasons.append(f"{fact.surface} is not in {source.id}")
-    if lexical.negated(claim) != lexical.negated(window.text):
-        verdict = "unsupported"
-        reasons.append("the passage says the opposite (negation)")
-    claim_way, passage_way = lexical.direction(claim), lexical.direction(window.text)
-    if claim_way and passage_way and claim_way.isdisjoint(passage_way):
-        verdict = "unsupported"
-        reasons.append(f"the passage goes the other way ({'/'.join(sorted(passage_way))})")
-    stronger = lexical.stronger_cues(claim, window.text)
-    if stronger:
-        verdict = _worse(verdict, "weak")
-        reasons.append("stated more strongly than the passage: " + ", ".join(stronger))
-    context_text = " ".join(w.text for w in windows[max(0, index - 1) : index + 2])
-    if lexical.coverage(claim, context_text) < _MIN_COVERAGE:
-        verdict = _worse(verdict, "weak")
-        reasons.append("most of its words are not in the passage")
+            if view.whole.has(fact):
+                found.add("weak", f"{fact.surface} is in {sid}, but not near the passage", 0.4)
+            else:
+                found.add("unsupported", f"{fact.surface} not found in {sid}", 0.9)
+        elif not (view.whole.has(fact) or view.known.has(fact) or any(o.has(fact) for o in others)):
+            # (a name the page gives elsewhere is fine: pages name their subject once)
+            found.add("unsupported", f"{fact.surface} not found in {sid}", 0.7)
+
+
+def _about_the_document(numeric: list[lexical.Fact], known: list[lexical.Fact], claim: str, view: SourceView) -> bool:
+    """A sentence about the document itself (its number, dates, tracking issue): every number
+    it gives is in the page's header or metadata, and its words are there too."""
+    header = view.source.meta + "\n" + header_text(view.source.text)
+    return bool(numeric) and len(known) == len(numeric) and lexical.coverage(claim, header) >= 0.4
+
+
+def _passage(source: SourceText, window: Span) -> dict[str, Any]:
     passage: dict[str, Any] = {
         "text": window.text,
         "start": source.offset + window.start,
         "end": source.offset + window.end,
     }
-    page = label_at(source.pages, window.start)
+    page = label_at(source.pages, window.start)  # a library document's page
     if page:
         passage["page"] = page
-    shown = [f.surface for f in missing if f.kind != "entity" or not whole.has(f)]
-    return Citation(source.id, verdict, score, passage, shown, reasons)
+    return passage
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
+
+
+def _around(index: int, count: int) -> list[int]:
+    return list(range(max(0, index - 1), min(count, index + 2)))
+
+
+def _support(index: int, by_sim: list[int], sims: dict[int, float], thresholds: Thresholds) -> list[int]:
+    """Passages that may support the sentence together with the chosen one: the next most
+    similar windows of the same source, if they are about it at all."""
+    return [i for i in by_sim[:_SUPPORT_WINDOWS] if i != index and sims[i] >= thresholds.supported][
+        : _SUPPORT_WINDOWS - 1
+    ]
+
+
+def _opposite(claim: str, index: int, windows: list[Span], sims: dict[int, float], thresholds: Thresholds) -> str:
+    """Why the passage says the opposite of the sentence ('' when it does not): the same
+    subject, with the polarity (not / no / never) or the direction (rose / fell) reversed.
+    A passage nearby, as close, that keeps the sentence's polarity settles it the other way."""
+    if sims[index] < thresholds.supported:
+        return ""  # a passage about something else says nothing against the sentence
+    subject = lexical.without_cues(claim)
+    # Polarity as a reader sees it: a sentence that says no against a passage that says no
+    # nowhere (or the reverse); "not ... without" is no double negative to count.
+    claim_negated = lexical.negates(claim)
+    claim_way = lexical.direction(claim)
+
+    def differs(text: str) -> str:
+        if lexical.coverage(subject, text) < _SAME_SUBJECT:
+            return ""
+        negated = lexical.negates(text)
+        if negated != claim_negated and not (lexical.may_negate(claim) if negated else lexical.may_negate(text)):
+            return "the passage says the opposite (negation)"
+        way = lexical.direction(text)
+        if claim_way and way and claim_way.isdisjoint(way):
+            return f"the passage goes the other way ({'/'.join(sorted(way))})"
+        return ""
+
+    found = differs(windows[index].text)
+    if not found:
+        return ""
+    # Another passage of the source that says the sentence as fully, with its polarity:
+    # the page says both (or the chosen one was about something else).
+    said = lexical.coverage(subject, windows[index].text)
+    agreeing = [
+        i
+        for i, sim in sims.items()
+        if i != index
+        and sim >= thresholds.weak
+        and lexical.coverage(subject, windows[i].text) >= max(_SAME_SUBJECT, said)
+        and not differs(windows[i].text)
+    ]
+    return "" if agreeing else found
 
 
 _FACTS_OF: dict[int, tuple[list[Span], list[set[str]], list[set[str]]]] = {}
@@ -177,10 +426,16 @@ def _window_facts(windows: list[Span]) -> tuple[list[set[str]], list[set[str]]]:
 
 def _haystack(windows: list[Span], first: int, last: int) -> lexical.Haystack:
     """Windows first..last (inclusive) as one text for the fact checks."""
+    return _haystack_of(windows, list(range(first, last + 1)))
+
+
+def _haystack_of(windows: list[Span], indexes: list[int]) -> lexical.Haystack:
+    """Some windows as one text for the fact checks."""
     numbers, words = _window_facts(windows)
-    text = " ".join(w.text for w in windows[first : last + 1])
+    chosen = sorted(set(indexes))
+    text = " ".join(windows[i].text for i in chosen)
     return lexical.Haystack(
-        text, set().union(*numbers[first : last + 1]), set().union(*words[first : last + 1]), text.lower()
+        text, set().union(*(numbers[i] for i in chosen)), set().union(*(words[i] for i in chosen)), text.lower()
     )
 
 
@@ -212,7 +467,9 @@ class Alignment:
 
 
 def _sentence_verdict(citations: list[Citation]) -> str:
-    return min((c.verdict for c in citations), key=lambda v: _RANK[v], default="unsupported")
+    """Each citation is judged on its own: one that supports the sentence never clears a
+    claim another citation does not support."""
+    return max((c.verdict for c in citations), key=lambda v: _RANK[v], default="unsupported")
 
 
 def _findings(missing_everywhere: list[str], citations: list[Citation]) -> list[str]:
@@ -222,10 +479,10 @@ def _findings(missing_everywhere: list[str], citations: list[Citation]) -> list[
             continue
         if citation.verdict == "supported":
             continue
-        reasons = [r for r in citation.reasons if not any(r.startswith(m.split(" is not in ")[0]) for m in findings)]
+        reasons = [r for r in citation.reasons if not any(r.startswith(m.split(" not found in ")[0]) for m in findings)]
         if not reasons and len(reasons) < len(citation.reasons):
             continue  # already said: "14% is not in S3"
-        label = "does not support it" if citation.verdict == "unsupported" else "supports it only weakly"
+        label = "was not found to support it" if citation.verdict == "unsupported" else "supports it only weakly"
         text = f"{citation.source} {label}"
         if reasons:
             text += ": " + "; ".join(reasons)
@@ -251,25 +508,43 @@ def align_text(
     if not sentences:
         return alignment
     wanted = {sid for s in sentences for sid in s.ids if sid in sources}
-    windows = cache.windows({sid: sources[sid].text for sid in sorted(wanted)}) if wanted else {}
-    wholes = {sid: source_haystack(sources[sid], windows[sid][0]) for sid in wanted}
+    texts = {sid: sources[sid].text for sid in sorted(wanted)}
+    prepared = cache.prepare(texts)
+    views = {sid: view_of(sources[sid], *prepared[sid]) for sid in wanted}
+    # Only the windows a claim could rest on are embedded (cold: a few hundred, not thousands).
+    pools = [{sid: candidates(s.claim, views[sid]) for sid in s.ids if sid in views} for s in sentences]
+    needed: dict[str, set[int]] = {}
+    for pool in pools:
+        for sid, indexes in pool.items():
+            needed.setdefault(sid, set()).update(indexes)
+    cache.fill(needed, texts)
     # Without a single archived source among the citations there is nothing to embed.
     vectors = embedder().encode([s.claim or s.text for s in sentences]) if wanted else [None] * len(sentences)
-    for sentence, vector in zip(sentences, vectors, strict=True):
+    for sentence, vector, pool in zip(sentences, vectors, pools, strict=True):
+        cited_wholes = {sid: views[sid].whole for sid in sentence.ids if sid in views}
         citations = [
-            assess(sentence.claim, vector, *windows[sid], sources[sid], thresholds, wholes[sid])
-            if sid in wanted and vector is not None
-            else Citation(sid, "unsupported", 0.0, None, reasons=[f"{sid} is not in the source archive"])
+            assess(
+                sentence.claim,
+                vector,
+                views[sid],
+                thresholds,
+                [w for other, w in cited_wholes.items() if other != sid],
+                pool[sid],
+            )
+            if sid in views and vector is not None
+            else Citation(
+                sid, "unsupported", 0.0, None, reasons=[f"{sid} is not in the source archive"], confidence=0.9
+            )
             for sid in sentence.ids
         ]
         alignment.citations.append(citations)
-        cited_wholes = [wholes[sid] for sid in sentence.ids if sid in wholes]
         where = " or ".join(sentence.ids)
         alignment.missing_everywhere.append(
             [
-                f"{fact.surface} is not in {where}"
+                f"{fact.surface} not found in {where}"
                 for fact in lexical.facts(sentence.claim)
-                if fact.kind in ("number", "date") and not any(w.has(fact) for w in cited_wholes)
+                if fact.kind in ("number", "date")
+                and not any(w.has(fact) or views[sid].known.has(fact) for sid, w in cited_wholes.items())
             ]
         )
         alignment.sentences.append(_sentence_json(sentence))
@@ -289,21 +564,42 @@ def _sentence_json(sentence: CitedSentence) -> dict[str, Any]:
     }
 
 
+def assess_sources(
+    pairs: list[tuple[str, SourceText]],
+    embedder: Callable[[], Embedder],
+    thresholds: Thresholds,
+    cache: VectorCache | None = None,
+    others: list[list[SourceText]] | None = None,
+) -> list[Citation]:
+    """(sentence, whole source) pairs judged as the pipeline judges them: the labelled sets.
+    Windows a claim could rest on are embedded once per source, sentences in one batch.
+    `others`: per pair, the other sources the same sentence cites."""
+    cache = cache or VectorCache(None, embedder)
+    others = others or [[] for _ in pairs]
+    sources = {src.id: src for _, src in pairs} | {src.id: src for group in others for src in group}
+    texts = {sid: src.text for sid, src in sources.items()}
+    prepared = cache.prepare(texts)
+    views = {sid: view_of(sources[sid], *prepared[sid]) for sid in sources}
+    claims = [claim_text_of(sentence) for sentence, _ in pairs]
+    pools = [candidates(claim, views[src.id]) for claim, (_, src) in zip(claims, pairs, strict=True)]
+    needed: dict[str, set[int]] = {}
+    for pool, (_, src) in zip(pools, pairs, strict=True):
+        needed.setdefault(src.id, set()).update(pool)
+    cache.fill(needed, texts)
+    vectors = embedder().encode(claims)
+    return [
+        assess(claim, vector, views[src.id], thresholds, [views[o.id].whole for o in group], pool)
+        for claim, vector, pool, (_, src), group in zip(claims, vectors, pools, pairs, others, strict=True)
+    ]
+
+
 def assess_pairs(
     pairs: list[tuple[str, str]], embedder: Callable[[], Embedder], thresholds: Thresholds
 ) -> list[Citation]:
     """(sentence, passage) pairs, each passage standing in for a whole source (the labelled
     set); the passages' windows and the sentences are embedded in one batch each."""
-    cache = VectorCache(None, embedder)
-    passages = {f"P{i}": passage for i, passage in enumerate(dict.fromkeys(p for _, p in pairs))}
-    name_of = {passage: name for name, passage in passages.items()}
-    windows = cache.windows(passages)
-    claims = [claim_text_of(sentence) for sentence, _ in pairs]
-    vectors = embedder().encode(claims)
-    return [
-        assess(claim, vector, *windows[name_of[passage]], SourceText("S1", passage), thresholds)
-        for claim, vector, (_, passage) in zip(claims, vectors, pairs, strict=True)
-    ]
+    names = {passage: f"P{i}" for i, passage in enumerate(dict.fromkeys(p for _, p in pairs))}
+    return assess_sources([(sentence, SourceText(names[p], p)) for sentence, p in pairs], embedder, thresholds)
 
 
 def assess_pair(sentence: str, passage: str, embedder: Callable[[], Embedder], thresholds: Thresholds) -> Citation:

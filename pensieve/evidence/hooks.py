@@ -18,9 +18,11 @@ from pensieve.evidence.segment import reader_numbers
 from pensieve.evidence.store import ALIGNED, VERSION, artifact_entry, readable_evidence, save_entry
 from pensieve.evidence.vectors import VECTORS_DIR, VectorCache
 from pensieve.front_matter import split_front_matter
-from pensieve.project.workspace import Project
-from pensieve.stages import FINAL_ARTICLE
+from pensieve.project.workspace import SCRATCH_DIR, Project, atomic_write_text
+from pensieve.stages import FINAL_ARTICLE, Artifact
 from pensieve.topics.embedder import Embedder, get_embedder
+
+FACT_CHECK = Artifact.FACT_CHECK
 
 
 def thresholds(settings: Settings) -> Thresholds:
@@ -41,7 +43,10 @@ def load_source_texts(project_dir: Path) -> tuple[dict[str, SourceText], dict[st
             continue
         body = split_front_matter(raw)[1]
         offset = len(raw) - len(body) if raw.endswith(body) else 0
-        texts[entry.id] = SourceText(entry.id, body, offset, entry.pages)
+        # The archive's title and URL name the document (its number, its date): facts of
+        # the source a passage need not repeat.
+        meta = "\n".join(x for x in (entry.title, entry.url, entry.final_url) if x)
+        texts[entry.id] = SourceText(entry.id, body, offset, meta, pages=entry.pages)
         for url in (entry.url, entry.final_url, *entry.also):
             if url:
                 urls.setdefault(url.rstrip("/"), entry.id)
@@ -65,8 +70,34 @@ def align_file(
     numbers, labels = reader_keys(project.dir, text, urls) if name == FINAL_ARTICLE else (None, None)
     cache = cache or VectorCache(project.dir / VECTORS_DIR, embedder)
     alignment = align_text(name, text, texts, cache, embedder, thresholds(settings), numbers, labels)
+    apply_fact_check(alignment, verified_quotes(project.dir, texts))
     store(project, alignment, settings)
     return alignment
+
+
+def apply_fact_check(alignment: Alignment, quotes: list[tuple[str, str, str, str]]) -> int:
+    """A claim the fact checker verified with a quotation from the same source is supported by
+    that quotation (unless a number of the sentence is found in none of its sources): the
+    quotation is evidence the alignment may not have ranked first. Returns how many pairs."""
+    changed = 0
+    for sentence, citations, missing in zip(
+        alignment.sentences, alignment.citations, alignment.missing_everywhere, strict=True
+    ):
+        if missing or not quotes:
+            continue
+        for citation in citations:
+            if citation.verdict == "supported":
+                continue
+            note = _fact_checked({"text": sentence["text"], "citations": [{"source": citation.source}]}, quotes)
+            if note is None:
+                continue
+            citation.verdict = "supported"
+            citation.confidence = 0.8
+            citation.reasons = [*citation.reasons, note]
+            changed += 1
+    if changed:
+        alignment.refresh()
+    return changed
 
 
 def reader_keys(project_dir: Path, text: str, urls: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -111,6 +142,12 @@ def stale_artifacts(project: Project) -> list[str]:
     return [name for name in ALIGNED if project.file(name).is_file() and not artifact_entry(project.dir, name, data)[1]]
 
 
+# A sentence goes to a stage to fix only when the check is this sure of a citation's
+# "unsupported" (a number or name not found in the source, an opposite passage, a passage
+# about something else): a doubtful list made stages soften sound facts.
+CONFIDENT = 0.7
+
+
 def unsupported_sentences(entry: dict[str, Any]) -> list[dict[str, Any]]:
     """Unsupported sentences citing at least one archived source (an id that is not in the
     archive is the citation check's problem, reported and repaired there)."""
@@ -121,56 +158,143 @@ def unsupported_sentences(entry: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _sure(citation: dict[str, Any]) -> bool:
+    confidence = citation.get("confidence")
+    judged = citation.get("judge") or {}
+    if judged.get("answer") == "no":
+        return True  # the model judge agreed it is unsupported
+    return (
+        citation.get("verdict") == "unsupported"
+        and judged.get("answer") != "yes"
+        and isinstance(confidence, int | float)
+        and confidence >= CONFIDENT
+    )
+
+
+def confident_sentences(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """The unsupported sentences the check is sure of: the ones a stage is asked to fix."""
+    return [s for s in unsupported_sentences(entry) if any(_sure(c) for c in s.get("citations", []))]
+
+
 def _closest(sentence: dict[str, Any]) -> str:
     for citation in sentence.get("citations", []):
+        if not _sure(citation):
+            continue
         passage = citation.get("passage")
         if passage and passage.get("text"):
             text = " ".join(str(passage["text"]).split())
             text = text if len(text) <= 240 else text[:240].rsplit(" ", 1)[0] + " ..."
-            return f'closest in {citation["source"]}: "{text}"'
+            return f'closest passage in {citation["source"]}: "{text}"'
     return "no passage found"
 
 
-def repair_instructions(entry: dict[str, Any], name: str, limit: int, *, own: bool) -> str | None:
+def _what_differs(sentence: dict[str, Any]) -> str:
+    reasons = [r for c in sentence.get("citations", []) if _sure(c) for r in c.get("reasons") or []]
+    reasons = [r for r in reasons if not r.startswith("closest passage")] or list(sentence.get("findings") or [])
+    return "; ".join(dict.fromkeys(reasons)) or "the cited source was not found to say this"
+
+
+def verified_quotes(project_dir: Path, texts: dict[str, SourceText]) -> list[tuple[str, str, str, str]]:
+    """(claim number, claim, source id, quote) of fact_check.md's supported claims whose quote
+    is in the cited source's archived text as written: claims a fact checker verified."""
+    from pensieve.citations.text import normalize, parse_fact_table, quoted_spans
+
+    try:
+        table = (project_dir / FACT_CHECK).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    flat = {sid: normalize(t.text) for sid, t in texts.items()}
+    found = []
+    for row in parse_fact_table(table):
+        if row.verdict != "supported":
+            continue
+        for quote in quoted_spans(row.evidence):
+            for sid in row.evidence_ids or row.cited:
+                if sid in flat and len(quote) >= 12 and normalize(quote) in flat[sid]:
+                    found.append((row.number, row.claim, sid, quote))
+    return found
+
+
+def _fact_checked(sentence: dict[str, Any], quotes: list[tuple[str, str, str, str]]) -> str | None:
+    """The verified fact-check quote for the same claim, if any, as a note."""
+    from pensieve.evidence import lexical
+
+    text = str(sentence.get("text", ""))
+    cited = {str(c.get("source")) for c in sentence.get("citations", [])}
+    for number, claim, sid, quote in quotes:
+        if sid in cited and lexical.coverage(claim, text) >= 0.6 and lexical.coverage(text, claim + " " + quote) >= 0.5:
+            return f'fact_check.md claim {number} verified it with the quote "{quote}" from {sid}'
+    return None
+
+
+def repair_instructions(
+    entry: dict[str, Any],
+    name: str,
+    limit: int,
+    *,
+    own: bool,
+    project_dir: Path | None = None,
+    texts: dict[str, SourceText] | None = None,
+) -> str | None:
     """What to tell the stage that can fix the unsupported sentences of `name` (None: nothing).
 
-    own: the stage wrote `name` itself and is being sent back; else it revises it."""
-    unsupported = unsupported_sentences(entry)
-    if not unsupported:
+    Only sentences the check is sure of; each with what differs and the passage. A sentence
+    fact_check.md verified with a quote is said to be so. With project_dir, a list longer
+    than `limit` is written whole to scratch/evidence_<name> for the stage to read (never
+    cut without saying where the rest is). own: the stage wrote `name` itself and is being
+    sent back; else it revises it."""
+    listed = confident_sentences(entry)
+    if not listed:
         return None
+    quotes = verified_quotes(project_dir, texts or load_source_texts(project_dir)[0]) if project_dir else []
     lines = []
-    for sentence in unsupported[:limit]:
+    for sentence in listed:
         text = " ".join(str(sentence["text"]).split())
-        problems = "; ".join(sentence.get("findings") or []) or "its sources do not say this"
-        lines.append(f'- "{text}" -- {problems}; {_closest(sentence)}')
-    more = len(unsupported) - limit
-    if more > 0:
-        lines.append(f"- ... and {more} more")
+        # final.md cites with reader numbers ([1]); the stage fixes scratch/final.md, which cites ids.
+        ids = ", ".join(dict.fromkeys(str(c.get("source")) for c in sentence.get("citations", [])))
+        line = f'- "{text}" (cites {ids}) -- {_what_differs(sentence)}; {_closest(sentence)}'
+        checked = _fact_checked(sentence, quotes)
+        if checked:
+            line += f" (but {checked}: keep the sentence unless that quote does not say it)"
+        lines.append(line)
+    from pensieve.untrusted import sanitize, wrap
+
+    full_name = f"{SCRATCH_DIR}/evidence_{name}"
+    shown = lines
+    rest = ""
+    if len(lines) > limit:
+        shown = lines[:limit]
+        if project_dir is not None:
+            full = f"# Evidence check of {name}: all {len(lines)} sentences\n\n" + "\n".join(lines) + "\n"
+            atomic_write_text(project_dir / full_name, full)
+            rest = f"- ... and {len(lines) - limit} more: read {full_name} (read_project_file) for the whole list"
+        else:
+            shown = lines  # nowhere to put the rest: list them all
     intro = (
-        f"The evidence check found {len(unsupported)} cited sentence(s) in {name} that the cited sources do not "
-        "support (the passage shown is the closest one found; sources are in sources/Sn.md). "
+        f"The evidence check could not find support in the cited sources for {len(lines)} cited sentence(s) of "
+        f"{name} (only the ones it is sure of are listed; the passage shown is the closest one found; sources "
+        "are in sources/Sn.md). "
     )
     if own:
         intro += (
             f"Start from scratch/{name} (your text with source ids) and write {name} again. "
-            "For each sentence below: cite the source id that does say it, or soften it to what the source says, "
+            "For each sentence below: cite the source id that does say it, or correct it to what the source says, "
             "or remove it. Never invent numbers, dates or names.\n"
         )
     else:
         intro += (
-            "For each sentence below, in your version: cite the source id that does say it, or soften it to what "
+            "For each sentence below, in your version: cite the source id that does say it, or correct it to what "
             "the source says, or remove it. Never invent numbers, dates or names.\n"
         )
+    body = "\n".join(shown + ([rest] if rest else []))
     # Sentences are model text and passages come from web pages: data, never instructions.
-    from pensieve.untrusted import sanitize, wrap
-
-    return intro + wrap(f"evidence check of {name}", sanitize("\n".join(lines), collapse_whitespace=False))
+    return intro + wrap(f"evidence check of {name}", sanitize(body, collapse_whitespace=False))
 
 
 def problems_of(entry: dict[str, Any], name: str) -> list[str]:
-    """One line per unsupported sentence, as status.json keeps problems."""
+    """One line per unsupported sentence the check is sure of, as status.json keeps problems."""
     out = []
-    for sentence in unsupported_sentences(entry):
+    for sentence in confident_sentences(entry):
         text = " ".join(str(sentence["text"]).split())
         text = text if len(text) <= 120 else text[:120].rsplit(" ", 1)[0] + " ..."
         findings = "; ".join(sentence.get("findings") or [])

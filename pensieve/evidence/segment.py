@@ -107,13 +107,34 @@ def _abbreviation_before(text: str, stop: int) -> bool:
     return token in _ABBREVIATIONS or len(token) == 1
 
 
+# What a sentence boundary never falls inside: inline code (`Literal["r", "rb"]. Next`),
+# a quotation ("... ends. Then ..."), a URL (https://a.b/c. d) or a version (v1.2.3).
+_WHOLE = re.compile(
+    r"`[^`\n]+`"
+    r"|\"[^\"\n]{1,400}\"|\u201c[^\u201c\u201d\n]{1,400}\u201d"
+    r"|(?:https?://|www\.)[^\s<>()\[\]]+[^\s<>()\[\].,;:!?'\"]"
+    r"|\bv?\d+(?:\.\d+)+\b"
+)
+
+
+def _kept_whole(block: str) -> list[tuple[int, int]]:
+    return [(m.start(), m.end()) for m in _WHOLE.finditer(block)]
+
+
+def _inside(block: str, position: int, spans: list[tuple[int, int]]) -> bool:
+    # The stop may end a quotation or a code span ("... ends." or `x.`): only a stop with
+    # more of the span after it is not a boundary.
+    return any(a < position < b and block[position + 1 : b].strip("\"'`\u201d\u2019)]") for a, b in spans)
+
+
 def split_sentences(text: str, start: int, end: int) -> list[Span]:
     """Sentences of text[start:end] (one block of prose), stripped, with absolute offsets."""
     spans: list[Span] = []
     cursor = start
     block = text[start:end]
+    whole = _kept_whole(block)
     for match in _BOUNDARY.finditer(block):
-        if _abbreviation_before(block, match.start()):
+        if _abbreviation_before(block, match.start()) or _inside(block, match.start(), whole):
             continue
         _add(text, cursor, start + match.end(), spans)
         cursor = start + match.end()

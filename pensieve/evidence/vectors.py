@@ -1,8 +1,9 @@
 """Source window vectors, cached per content hash: re-checking an article embeds nothing.
 
 `sources/.vectors/<sha256>.npy` holds one unit-length float32 row per window of a source's
-archived text; the hash covers the text and the windowing version, so an edited source or
-a change of windowing is never served stale vectors. Writes are atomic (a crash leaves the
+archived text (a row of NaN: a window no claim has needed yet, embedded when one does); the
+hash covers the text and the windowing version, so an edited source or a change of
+windowing is never served stale vectors. Writes are atomic (a crash leaves the
 old file or none); an unreadable or mis-shaped file is simply recomputed.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
     Vectors = npt.NDArray[np.float32]
 
-WINDOWING = "sentences-v1"
+WINDOWING = "sentences-v2"  # v2: code, quotations, URLs and versions kept whole
 VECTORS_DIR = Path("sources") / ".vectors"
 
 
@@ -43,33 +44,51 @@ class VectorCache:
         self.embedded = 0
 
     def windows(self, texts: dict[str, str]) -> dict[str, tuple[list[Span], Vectors]]:
-        """Each text's windows and vectors (name -> ...); missing ones embedded in one batch."""
+        """Each text's windows and vectors (name -> ...), every window embedded."""
+        prepared = self.prepare(texts)
+        self.fill({name: range(len(spans)) for name, (spans, _) in prepared.items()}, texts)
+        return prepared
+
+    def prepare(self, texts: dict[str, str]) -> dict[str, tuple[list[Span], Vectors]]:
+        """Each text's windows and the vectors known so far: a row of NaN is a window not
+        embedded yet (`fill` embeds the rows a claim needs; the rest may never be)."""
         import numpy as np
 
         out: dict[str, tuple[list[Span], Vectors]] = {}
-        todo: list[tuple[str, str, list[Span]]] = []
         for name, text in texts.items():
             key = content_key(text)
-            if key in self._memory:
-                out[name] = self._memory[key]
-                continue
-            spans = source_sentences(text)
-            vectors = self._load(key, len(spans))
-            if vectors is None:
-                todo.append((name, key, spans))
-            else:
-                out[name] = self._memory[key] = (spans, vectors)
-        if todo:
-            batch = [span.text for _, _, spans in todo for span in spans]
-            encoded = self._embedder().encode(batch) if batch else np.zeros((0, DIMENSION), dtype=np.float32)
-            self.embedded += len(batch)
-            cursor = 0
-            for name, key, spans in todo:
-                vectors = np.ascontiguousarray(encoded[cursor : cursor + len(spans)])
-                cursor += len(spans)
-                self._save(key, vectors)
-                out[name] = self._memory[key] = (spans, vectors)
+            if key not in self._memory:
+                spans = source_sentences(text)
+                vectors = self._load(key, len(spans))
+                if vectors is None:
+                    vectors = np.full((len(spans), DIMENSION), np.nan, dtype=np.float32)
+                self._memory[key] = (spans, vectors)
+            out[name] = self._memory[key]
         return out
+
+    def fill(self, needed: Mapping[str, Iterable[int]], texts: dict[str, str]) -> None:
+        """Embed, in one batch, the needed windows that have no vector yet, and keep them
+        (in memory and on disk: the next alignment against these sources embeds nothing)."""
+        import numpy as np
+
+        todo: list[tuple[str, list[int]]] = []
+        for name, indexes in needed.items():
+            key = content_key(texts[name])
+            spans, vectors = self._memory[key]
+            rows = sorted({i for i in indexes if 0 <= i < len(spans) and np.isnan(vectors[i, 0])})
+            if rows:
+                todo.append((key, rows))
+        if not todo:
+            return
+        batch = [self._memory[key][0][i].text for key, rows in todo for i in rows]
+        encoded = self._embedder().encode(batch)
+        self.embedded += len(batch)
+        cursor = 0
+        for key, rows in todo:
+            vectors = self._memory[key][1]
+            vectors[rows] = encoded[cursor : cursor + len(rows)]
+            cursor += len(rows)
+            self._save(key, vectors)
 
     def _path(self, key: str) -> Path | None:
         return self.directory / f"{key}.npy" if self.directory is not None else None

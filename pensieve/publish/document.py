@@ -181,6 +181,17 @@ def missing_artifact_message(project_id: str, name: str) -> str:
     )
 
 
+def without_marks(article: Article) -> Article:
+    """The article as readers get it by default: citations and references without the
+    evidence check's verdicts, passages and summary (`export --evidence-marks` keeps them)."""
+    from dataclasses import replace
+
+    citations = [replace(c, items=tuple(replace(item, evidence=None) for item in c.items)) for c in article.citations]
+    references = [replace(r, passages=[]) for r in article.references]
+    evidence = replace(article.evidence, summary=None)
+    return replace(article, citations=citations, references=references, evidence=evidence)
+
+
 def load_article(project_dir: Path, name: str = DEFAULT_ARTIFACT) -> Article:
     path = artifact_path(project_dir, name)
     try:

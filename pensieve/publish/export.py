@@ -13,7 +13,7 @@ from pathlib import Path
 from pensieve.clock import now_iso
 from pensieve.errors import UsageError
 from pensieve.project.workspace import atomic_write_bytes
-from pensieve.publish.document import DEFAULT_ARTIFACT, Article, load_article
+from pensieve.publish.document import DEFAULT_ARTIFACT, Article, load_article, without_marks
 from pensieve.publish.output import check_replaceable
 
 FORMATS = ("html", "docx", "md", "json")
@@ -79,6 +79,7 @@ def export_project(
     bundle: bool = False,
     name: str = DEFAULT_ARTIFACT,
     front_matter: bool = False,
+    evidence_marks: bool = False,
 ) -> ExportResult:
     chosen = choose_format(fmt, output, bundle)
     target = output if output is not None else default_output(project_dir, chosen, bundle)
@@ -88,6 +89,10 @@ def export_project(
     if front_matter and chosen != "md":
         raise UsageError("--front-matter applies to --format md only")
     article = load_article(project_dir, name)
+    # Readers get the article, not the check's verdicts: a sound article marked in red looks
+    # unreliable. The bundle (made to check the article), JSON (data for a CMS, where each
+    # verdict is a field) and --evidence-marks keep them.
+    shown = article if evidence_marks or chosen == "json" else without_marks(article)
     exported_at = now_iso()
     bundle_warnings: list[str] = []
     try:
@@ -101,7 +106,7 @@ def export_project(
             files = bundle_files(article, exported_at=exported_at, extra=extra, warnings=bundle_warnings)
             write_bundle(files, target)
         else:
-            data = render_format(article, chosen, exported_at=exported_at, front_matter=front_matter)
+            data = render_format(shown, chosen, exported_at=exported_at, front_matter=front_matter)
             atomic_write_bytes(target, data, shared=True)  # made to be shared: not 0600
     except OSError as exc:
         reason = exc.strerror or str(exc)

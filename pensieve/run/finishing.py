@@ -26,7 +26,7 @@ from pensieve.project.source_archive import SourceArchive
 from pensieve.project.workspace import atomic_write_text
 from pensieve.stages import Artifact, Stage
 from pensieve.tools.registry import Tool, ToolContext
-from pensieve.tools.workspace import earlier_articles
+from pensieve.tools.workspace import earlier_articles, shown_articles
 
 # (artifact text, [system prompt, user turns...], files the agent read) -> what is wrong with it.
 ContractCheck = Callable[[str, Sequence[str], Collection[str]], list[Violation]]
@@ -72,6 +72,25 @@ class ContractFailed(StageFailed):
         return self._message(kept_as)
 
 
+# The user's brief is not among them: a stage that hands it back has written nothing.
+_OWN_ARTIFACTS = tuple(a for a in Artifact if a is not Artifact.BRIEF)
+
+
+def project_texts(project_dir: Path) -> list[str]:
+    """The project's committed artifacts and archived sources: what the stage's instructions
+    quote back to it (the evidence list quotes the article and its sources' passages), so an
+    artifact repeating them repeats the project, not the instructions."""
+    texts = []
+    paths = [project_dir / a for a in _OWN_ARTIFACTS]
+    paths += sorted((project_dir / "sources").glob("S*.md"))
+    for path in paths:
+        try:
+            texts.append(path.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue  # not written yet, or unreadable: nothing it could have quoted
+    return texts
+
+
 @dataclass
 class Finisher:
     stage: Stage
@@ -114,6 +133,9 @@ class Finisher:
 
         earlier = earlier_articles(ctx) if any(t.name == "list_projects" for t in offered) else None
 
+        def own_text() -> list[str]:
+            return project_texts(project.dir)
+
         def check(text: str, prompts: Sequence[str], files_read: Collection[str]) -> list[Violation]:
             # The system prompt, then every user turn (the task, reminders, repairs).
             system, task = (prompts[0] if prompts else ""), "\n\n".join(prompts[1:])
@@ -125,8 +147,9 @@ class Finisher:
                 prompt=system,
                 task_message=task,
                 web_sources=len(SourceArchive(project.dir).entries()) if can_cite() else None,
-                earlier_articles=earlier,
+                earlier_articles=None if earlier is None else shown_articles(ctx, earlier),
                 files_read=files_read,
+                own_text=own_text,
             )
 
         llm = settings.llm

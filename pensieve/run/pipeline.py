@@ -147,8 +147,12 @@ class Runner:
         # The MCP servers it may use start first, so a failure is said before the stage begins.
         mcp = await self._mcp_tools(column)
         reading = await self._reading_list(stage, column)
-        evidence = self.evidence_feedback(stage) if feedback else ""
-        extra = "\n\n".join(t for t in (reading, extra_instructions, evidence) if t)
+        if extra_instructions and feedback and stage.resend_on_failed_check:
+            # Sent back: one list (its own artifact's), and what its first pass did.
+            extra = "\n\n".join(t for t in (self.first_pass_note(stage), extra_instructions) if t)
+        else:
+            evidence = self.evidence_feedback(stage) if feedback else ""
+            extra = "\n\n".join(t for t in (reading, extra_instructions, evidence) if t)
         run = self._build_agent_run(stage, self._begin(stage), extra, column, mcp)
         try:
             await self._produce(stage, run)
@@ -374,7 +378,30 @@ class Runner:
         entry = self._evidence_entry(stage.evidence_from)
         if entry is None:
             return ""
-        return repair_instructions(entry, stage.evidence_from, settings.max_listed, own=False) or ""
+        return (
+            repair_instructions(
+                entry, stage.evidence_from, settings.max_listed, own=False, project_dir=self.project.dir
+            )
+            or ""
+        )
+
+    def first_pass_note(self, stage: Stage) -> str:
+        """What a stage sent back did the first time: the conversation is new, its work is not."""
+        first = self._evidence_entry(stage.evidence_from) if stage.evidence_from is not None else None
+        listed = ""
+        if first is not None and self.settings.evidence.enabled and self.settings.evidence.repair:
+            from pensieve.evidence.hooks import confident_sentences
+
+            count = len(confident_sentences(first))
+            if count:
+                listed = (
+                    f" You were given {count} sentence(s) of {stage.evidence_from} that the evidence check flagged."
+                )
+        return (
+            f"This is your second pass. In your first pass you wrote {stage.writes} (it is on disk; scratch/"
+            f"{stage.writes} has your text with source ids).{listed} The checks of your {stage.writes} found "
+            "only what is listed below: fix those sentences and keep the rest of your first pass as it is."
+        )
 
     async def check_evidence(self, stage: Stage, *, resend: bool = True) -> str | None:
         """Align the stage's artifact with its sources (off the event loop), judge the doubtful
@@ -426,7 +453,9 @@ class Runner:
         self.save()
         if not (resend and settings.repair):
             return None
-        return evidence_hooks.repair_instructions(entry, stage.writes, settings.max_listed, own=True)
+        return evidence_hooks.repair_instructions(
+            entry, stage.writes, settings.max_listed, own=True, project_dir=self.project.dir
+        )
 
     async def _catch_up_evidence(self) -> None:
         """Evidence a crash (or a hand edit) left missing or stale for a complete stage."""

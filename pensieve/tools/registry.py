@@ -65,6 +65,9 @@ class ToolContext:
     # One extra model call with the stage's model, counted in its usage (fetch_url summary).
     summarize: Callable[[str, str], Awaitable[str]] | None = None
     resources: RunResources = field(default_factory=RunResources)
+    # id -> title of the complete projects list_projects has answered with in this stage:
+    # what the model was shown, which its consistency report is judged against.
+    shown_projects: dict[str, str] | None = None
 
 
 ToolFunction = Callable[..., Awaitable[Any]]

@@ -97,14 +97,21 @@ def project_summaries(ctx: ToolContext) -> list[dict[str, Any]]:
     return rows
 
 
-def earlier_articles(ctx: ToolContext) -> dict[str, str]:
+def earlier_articles(ctx: ToolContext, rows: list[dict[str, Any]] | None = None) -> dict[str, str]:
     """id -> title of the workspace's other complete projects: what list_projects shows the
     Consistency Checker it can compare against (the consistency report's contract input)."""
     return {
         str(item["id"]): str(item["title"])
-        for item in project_summaries(ctx)
+        for item in (project_summaries(ctx) if rows is None else rows)
         if item["status"] == "complete" and item["id"] != ctx.project.id
     }
+
+
+def shown_articles(ctx: ToolContext, snapshot: dict[str, str]) -> dict[str, str]:
+    """The earlier articles the report is judged against: those list_projects showed the
+    model during the stage (projects complete or gone in between included), else the ones
+    complete when the stage started."""
+    return dict(ctx.shown_projects) if ctx.shown_projects is not None else snapshot
 
 
 @tool(canonical="workspace.list_projects", default_limit=3)
@@ -115,4 +122,7 @@ async def list_projects(ctx: ToolContext) -> list[dict[str, Any]]:
     Use read-only: other projects' files cannot be read, but these rows show what the
     workspace has already covered and said.
     """
-    return project_summaries(ctx)
+    rows = project_summaries(ctx)
+    # A project may complete while the stage runs: remember every answer the model got.
+    ctx.shown_projects = {**(ctx.shown_projects or {}), **earlier_articles(ctx, rows)}
+    return rows
