@@ -24,10 +24,12 @@ LABELS = Path(__file__).parent / "data" / "evidence_labels.jsonl"
 DATA = Path(__file__).parent / "data"
 CORPUS_ENV = "PENSIEVE_EVIDENCE_CORPUS"
 CORPUS = Path("shared") / "corpus" / "rust-rfcs"
-# Calibration used these; the held-out article was scored only once the thresholds were set.
+# Calibration used these; the held-out articles were scored only once the thresholds were set
+# (async and nll2, labelled by their writers, arrived after the calibration and were never
+# looked at while tuning).
 REAL_SETS: dict[str, tuple[str, ...]] = {
     "dev": ("evidence_own_rfcs.jsonl", "evidence_real_nll.jsonl", "evidence_real_impltrait.jsonl"),
-    "held_out": ("evidence_real_try.jsonl",),
+    "held_out": ("evidence_real_try.jsonl", "evidence_real_async.jsonl", "evidence_real_nll2.jsonl"),
 }
 
 

@@ -19,6 +19,7 @@ from pensieve.project.status import Status
 from pensieve.project.workspace import Workspace, open_workspace
 from pensieve.stages import STAGES
 from pensieve.studio.app import create_app
+from pensieve.studio.server import server_config
 from tests.fakes import artifacts
 
 TOKEN = "studio-test-token-6d0b1f"
@@ -153,7 +154,7 @@ def real_server(token: str = TOKEN) -> Iterator[str]:
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     app = create_app(workspace(), token=token, host="127.0.0.1", port=port)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
+    server = uvicorn.Server(server_config(app))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

@@ -5,12 +5,13 @@ with the model on every field a row shows."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -51,18 +52,25 @@ def _dead_pid() -> int:
     return child.pid
 
 
-def _every_kind_of_project(home: Home) -> None:
+def _every_kind_of_project(home: Home) -> list[IO[str]]:
+    """Every kind of project; returns the run lock held for live-run (a run holds its flock)."""
     complete = make_project("complete-one")
     (complete / "final.md").write_text("# Title\n\nIndexes are graphs [S1].\n")
     write_evidence(complete, "final.md", [sentence(0, "Indexes are graphs [S1].", "S1", "supported", "graphs")])
     make_project("half-done", upto="drafter")
     home.new('A pending brief\nwith a second line and \u00e9 "quotes" \\ and a tab\t')
-    for pid, holder in (("live-run", os.getpid()), ("dead-run", _dead_pid())):
+    held: list[IO[str]] = []
+    # stale-run: a live pid left in a lock nobody holds (a copied project, a reused pid).
+    for pid, holder in (("live-run", os.getpid()), ("dead-run", _dead_pid()), ("stale-run", os.getpid())):
         directory = make_project(pid, upto="outliner")
         doc = json.loads((directory / "status.json").read_text())
         doc["status"], doc["current_stage"] = "running", "drafter"
         (directory / "status.json").write_text(json.dumps(doc))
         (directory / ".run.lock").write_text(f"{holder}\n")
+        if pid == "live-run":
+            lock = (directory / ".run.lock").open("r")
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held.append(lock)
     corrupt = Path(home.project_dir(home.new("Corrupt status")))
     (corrupt / "status.json").write_bytes(b'{"schema_version": 1, "id": "x"')
     no_brief = Path(home.project_dir(home.new("Brief goes away")))
@@ -85,18 +93,24 @@ def _every_kind_of_project(home: Home) -> None:
     (projects / "no-status").mkdir()  # half made: not listed
     (projects / ".hidden").mkdir()
     (projects / "a-file").write_text("not a project")
+    return held
 
 
 def test_list_json_is_answered_without_typer_and_matches_the_full_command_line(home: Home) -> None:
-    _every_kind_of_project(home)
-    proc = _launch(home, "list", "--json")
+    held = _every_kind_of_project(home)
+    try:
+        proc = _launch(home, "list", "--json")
+        full = home.run("list", "--json")
+    finally:
+        for lock in held:
+            lock.close()
     stderr, modules = _split(proc)
     assert proc.returncode == 0 and stderr == "", stderr
-    full = home.run("list", "--json")
     assert full.exit_code == 0
     assert proc.stdout == full.stdout, "the fast path prints exactly what the full command line prints"
     rows = {row["id"]: row for row in json.loads(proc.stdout)}
     assert rows["live-run"]["status"] == "running" and rows["dead-run"]["status"] == "paused"
+    assert rows["stale-run"]["status"] == "paused"  # the lock decides, not the pid in it
     assert rows["complete-one"]["supported_share"] == 1.0 and rows["complete-one"]["status"] == "complete"
     assert rows["half-done"]["current_stage"] == "content_reviewer"
     assert rows["corrupt-status"]["status"] == "unreadable"

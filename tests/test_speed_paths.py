@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -133,9 +134,18 @@ def test_list_asks_every_time_whether_a_running_project_is_alive(home: Home, tmp
     status = json.loads(status_path.read_text())
     status["status"] = "running"
     status_path.write_text(json.dumps(status))
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    lock = home.project_dir(pid) / ".run.lock"
+    # A run as it holds its project: the flock taken, its pid written in the file.
+    holds = (
+        "import fcntl, os, sys, time; f = open(sys.argv[1], 'w'); fcntl.flock(f, fcntl.LOCK_EX); "
+        "f.write(str(os.getpid())); f.flush(); time.sleep(60)"
+    )
+    sleeper = subprocess.Popen([sys.executable, "-c", holds, str(lock)])
     try:
-        (home.project_dir(pid) / ".run.lock").write_text(str(sleeper.pid))
+        deadline = time.monotonic() + 30
+        while not lock.is_file() or lock.read_text() != str(sleeper.pid):
+            assert time.monotonic() < deadline, "the holder never took the lock"
+            time.sleep(0.02)
         assert _listed(home)[pid]["status"] == "running"
         assert _listed(home)[pid]["status"] == "running"  # asked again: still alive
     finally:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -130,15 +132,53 @@ def _check_keys(path: Path, node: Any) -> None:
             seen.add(key.value)
 
 
+def _yaml_error(path: Path, exc: Exception) -> UsageError:
+    """PyYAML's error (several lines, with a caret) as one line naming the file's line."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"{mark.line + 1}" if mark is not None else "1"
+    problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+    return UsageError(f"{path}:{where}: bad YAML: {problem}")
+
+
+MAX_FLOW_DEPTH = 64  # [ and { nested deeper than this are no batch item
+
+
+def _flow_depth(text: str) -> int:
+    """The deepest nesting of [ and { in the text (quotes ignored: an over-count only)."""
+    depth = deepest = 0
+    for char in text:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}" and depth:
+            depth -= 1
+    return deepest
+
+
+def _refuse_aliases(path: Path, text: str) -> None:
+    """A batch file holds no YAML alias (`*name`): a few hundred bytes of nested aliases
+    expand to 10^9 values when read; an item's fields are written out instead."""
+    import yaml
+
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            line = event.start_mark.line + 1 if event.start_mark else 1
+            raise UsageError(
+                f"{path}:{line}: YAML alias *{event.anchor} in a batch file; "
+                "write each value out (anchors and aliases are not accepted)"
+            )
+
+
 def _yaml_records(path: Path, text: str) -> list[tuple[int, Any]]:
     import yaml
 
+    if _flow_depth(text) > MAX_FLOW_DEPTH:  # PyYAML's scanner takes minutes on deep nesting
+        raise RecursionError
     try:
+        _refuse_aliases(path, text)
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{mark.line + 1}" if mark is not None else "1"
-        raise UsageError(f"{path}:{where}: bad YAML: {getattr(exc, 'problem', None) or exc}") from None
+        raise _yaml_error(path, exc) from None
     if root is None:
         return []
     if isinstance(root, yaml.MappingNode):  # `items: [...]`
@@ -148,9 +188,14 @@ def _yaml_records(path: Path, text: str) -> list[tuple[int, Any]]:
         root = nodes["items"]
     if not isinstance(root, yaml.SequenceNode):
         raise UsageError(f"{path}:{root.start_mark.line + 1}: a batch file is a list of items, each with a brief")
+    found = []
     for node in root.value:
         _check_keys(path, node)
-    return [(node.start_mark.line + 1, yaml.safe_load(yaml.serialize(node))) for node in root.value]
+        try:  # a tag such as !!python/object has no safe constructor: one line, as bad YAML
+            found.append((node.start_mark.line + 1, yaml.safe_load(yaml.serialize(node))))
+        except yaml.YAMLError as exc:
+            raise _yaml_error(path, exc) from None
+    return found
 
 
 def _item(path: Path, line: int, raw: Any) -> BatchItem:
@@ -173,6 +218,9 @@ def _item(path: Path, line: int, raw: Any) -> BatchItem:
         raise UsageError(f"{where}: {exc}") from None
     given = raw.get("id")
     if given is not None:
+        # Checked before any conversion: str() of a huge structure is itself the attack.
+        if not isinstance(given, str | int) or isinstance(given, bool):
+            raise UsageError(f"{where}: id must be text, such as vector-db-intro (got {type(given).__name__})")
         given = str(given).strip()
         try:
             check_name("project id", given)
@@ -180,6 +228,8 @@ def _item(path: Path, line: int, raw: Any) -> BatchItem:
             raise UsageError(f"{where}: {exc}") from None
     target = raw.get("target_words")
     if target is not None:
+        if not isinstance(target, str | int) or isinstance(target, bool) or len(str(target)) > 12:
+            raise UsageError(f"{where}: target_words must be a whole number such as 1200")
         try:
             target = int(str(target).strip())
         except ValueError:
@@ -242,17 +292,33 @@ def add_sources(workspace: Workspace, path: Path, items: list[BatchItem], settin
     return reading
 
 
-def read_items(path: Path) -> list[BatchItem]:
-    """Every item of the file, checked; raises UsageError naming the first bad line."""
+def _read_regular(path: Path) -> bytes:
+    """The batch file's bytes; a FIFO, a device or a directory is refused, never waited on."""
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise UsageError(f"cannot read batch file {shown_name(str(path))}: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UsageError(f"{path}: not a regular file (a pipe, device or directory); give a YAML, CSV or JSONL file")
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            return handle.read()
+        except OSError as exc:
+            raise UsageError(f"cannot read batch file {path}: {exc.strerror}") from None
+
+
+def read_items(path: Path) -> list[BatchItem]:
+    """Every item of the file, checked; raises UsageError naming the first bad line."""
+    data = _read_regular(path)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise UsageError(f"{path}: not UTF-8 text; save it as UTF-8") from None
-    items = [_item(path, line, raw) for line, raw in _records(path, text)]
+    try:
+        items = [_item(path, line, raw) for line, raw in _records(path, text)]
+    except RecursionError:
+        raise UsageError(f"{path}: nested too deeply to be a batch file; each item is a flat set of fields") from None
     if not items:
         raise UsageError(f"{path}: no items; give one brief per item")
     seen: dict[str, int] = {}

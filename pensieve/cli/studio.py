@@ -31,7 +31,7 @@ def studio(
     ws = guarded(lambda: workspace_of(workspace))
     from pensieve.studio.app import create_app, token_from_env
 
-    token = token_from_env() or new_token()
+    token = guarded(token_from_env) or new_token()
     try:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         probe = socket.socket(family, socket.SOCK_STREAM)
@@ -55,6 +55,7 @@ def studio(
     import uvicorn
 
     from pensieve.studio.runs import STOPPING
+    from pensieve.studio.server import server_config
 
     class _Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: object) -> None:
@@ -63,9 +64,7 @@ def studio(
 
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{sock_port}/?token={token}"
-    config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1, server_header=False
-    )
+    config = server_config(app, timeout_graceful_shutdown=1, server_header=False)
     server = _Server(config)
     out.print(url, markup=False, soft_wrap=True)
     err.print(f"studio for workspace {ws.name!r}; Ctrl-C stops it (runs it started carry on)", markup=False)

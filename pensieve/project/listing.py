@@ -24,6 +24,7 @@ from pensieve.project.workspace import (
     Project,
     Workspace,
     create_project,
+    lock_is_held,
     read_file_nofollow,
 )
 from pensieve.stages import STAGE_NAMES
@@ -57,25 +58,20 @@ def new_project(workspace: Workspace, brief: str, project_id: str | None = None)
 
 
 def lock_holder(project: Project) -> int | None:
-    """The pid in the project's lock file if that process is alive (no locking, no waiting)."""
+    """The pid written in the project's run lock while a process holds that lock; None when
+    none does, whatever pid the file still names (no locking, no waiting)."""
     return _live_pid_in(os.path.join(project.dir, LOCK_FILE))
 
 
 def _live_pid_in(lock_path: str) -> int | None:
+    if not lock_is_held(lock_path):
+        return None
     try:
         raw = read_file_nofollow(lock_path, 64).decode("ascii", errors="replace").strip()
     except OSError:
         return None
-    if not raw.isdigit():
-        return None
-    pid = int(raw)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        return pid
-    return pid
+    # Held with no pid yet (written just after the lock is taken): the holder is unknown.
+    return int(raw) if raw.isdigit() else None
 
 
 def effective_status(project: Project, status: Status) -> str:

@@ -144,6 +144,13 @@ def _source_from(values: dict[str, Any], **overrides: Any) -> ArchivedSource:
     data["year"] = year if isinstance(year, int) and not isinstance(year, bool) else None
     for name in ("venue", "doi", "publisher", "published", "arxiv_id", "pmid", "origin"):
         data[name] = str(data.get(name) or "")
+    # An index edited by hand (a list as a title, a number as fetched_at) is read as text:
+    # every page and command slices and formats these fields as the strings they should be.
+    for name in ("id", "url", "final_url", "title", "fetched_at", "sha256", "content_type", "file", "raw_file"):
+        value = data.get(name)
+        data[name] = value if isinstance(value, str) else "" if value is None else str(value)
+    size = data.get("size")
+    data["size"] = size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else 0
     return ArchivedSource(**data)
 
 

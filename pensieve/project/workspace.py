@@ -31,6 +31,7 @@ _T = TypeVar("_T")
 STATUS_FILE = "status.json"
 EVENTS_FILE = "events.jsonl"
 LOCK_FILE = ".run.lock"
+RUN_LOCK_WAIT_S = 2.0  # how long taking a project's run lock waits for a brief holder
 BRIEF_FILE = "brief.md"
 # Claim-level evidence for the articles (pensieve.evidence.store writes it).
 EVIDENCE_FILE = "evidence.json"
@@ -391,6 +392,30 @@ def exclusive_lock(path: Path, busy: Callable[[str], Exception], timeout_s: floa
         os.close(fd)
 
 
+def lock_is_held(path: Path | str) -> bool:
+    """Whether some process holds the flock on `path`: the lock decides, never a pid written
+    in the file (a killed run's pid may be reused; a copied project carries its pid along).
+
+    Asked by taking a shared lock without waiting and dropping it at once; a run taking the
+    lock at that instant waits for it (run_lock's `wait_s`)."""
+    try:
+        # O_NONBLOCK: a FIFO planted as the lock does not hang the question.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as exc:
+            return exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
 def slugify(text: str, max_len: int = 48) -> str:
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
     words = re.findall(r"[a-z0-9]+", ascii_text.lower())
@@ -530,14 +555,16 @@ class Project:
         )
 
     @contextlib.contextmanager
-    def run_lock(self) -> Iterator[None]:
-        """One `run` per project: a lock taken without waiting (a lock left by a dead
-        process is simply taken over). The holder's pid is written for the error message."""
+    def run_lock(self, wait_s: float = RUN_LOCK_WAIT_S) -> Iterator[None]:
+        """One `run` per project (a lock left by a dead process is simply taken over). A
+        holder is waited for `wait_s`: the studio saving an edit, or asking whether the
+        project runs, holds the lock for an instant; a run holds it far longer. The
+        holder's pid is written for the error message."""
 
         def busy(holder: str) -> ProjectBusy:
             return ProjectBusy(f"project {self.id} is being run by process {holder or 'unknown'}")
 
-        with exclusive_lock(self.dir / LOCK_FILE, busy) as fd:
+        with exclusive_lock(self.dir / LOCK_FILE, busy, wait_s) as fd:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
             try:

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from pensieve.errors import ErrorKind, UsageError
 from pensieve.studio import projects as data
@@ -40,6 +42,8 @@ async def json_body(request: Request) -> dict[str, Any]:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         raise BadRequest("the body is not valid JSON") from None
+    except RecursionError:
+        raise BadRequest("the body is JSON nested too deeply; send a flat object") from None
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
     return body
@@ -147,7 +151,7 @@ async def project_view(request: Request) -> Response:
             "stale_downstream": v.stale_downstream,
             "files": v.files,
             "status": v.status.model_dump(mode="json"),
-            "events": studio.event_count(project),
+            "events": await asyncio.to_thread(studio.event_count, project),
         }
     )
 
@@ -210,13 +214,29 @@ async def events(request: Request) -> Response:
             raise BadRequest('"since" must be a line number (0 is the first line)')
         since = int(raw) + (1 if "since" not in request.query_params else 0)
 
+    release = studio.feeds.open(project.id)
+
     async def stream() -> Any:
         async for number, line in tail_events(project.events_path, since):
             if await request.is_disconnected():
                 break
             yield ServerSentEvent(data=line, id=str(number), event="message")
 
-    return EventSourceResponse(stream(), ping=15, send_timeout=30)
+    return CountedFeed(stream(), release, ping=15, send_timeout=30)
+
+
+class CountedFeed(EventSourceResponse):
+    """A live feed that gives its place back however it ends (closed, cut, studio stopping)."""
+
+    def __init__(self, content: Any, release: Callable[[], None], **options: Any) -> None:
+        super().__init__(content, **options)
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
 
 
 async def versions(request: Request) -> Response:

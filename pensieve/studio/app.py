@@ -28,7 +28,7 @@ from pensieve.studio import library as library_api
 from pensieve.studio import projects as data
 from pensieve.studio.projects import BadRequest, Conflict, NotFound
 from pensieve.studio.render import render_markdown
-from pensieve.studio.runs import RunManager, count_lines, last_run_error
+from pensieve.studio.runs import FeedCounter, RunManager, TooManyFeeds, count_lines, last_run_error
 from pensieve.studio.security import SANDBOX_CSP, BodyTooLarge, Guard
 
 HERE = Path(__file__).parent
@@ -39,6 +39,7 @@ LOG = logging.getLogger("pensieve.studio")
 class Studio:
     workspace: Workspace
     runs: RunManager
+    feeds: FeedCounter = field(default_factory=FeedCounter)
     _models: list[str] | None = field(default=None)
 
     def project(self, project_id: str) -> Project:
@@ -190,7 +191,7 @@ async def project_page(request: Request) -> Response:
         stages=data.stage_titles(),
         models=studio.models(),
         running_pid=running,
-        events=studio.event_count(project),
+        events=await asyncio.to_thread(studio.event_count, project),
         title=f"{project.id} - Pensieve studio",
     )
 
@@ -380,6 +381,8 @@ async def on_error(request: Request, exc: Exception) -> Response:
         return _error(request, 404, str(exc))
     if isinstance(exc, BadRequest):
         return _error(request, 400, str(exc))
+    if isinstance(exc, TooManyFeeds):
+        return _error(request, 429, str(exc))
     if isinstance(exc, BodyTooLarge):
         return _error(request, 413, "request body over the size limit")
     if isinstance(exc, HTTPException):
@@ -442,7 +445,17 @@ def create_app(
         Mount("/static", StaticFiles(directory=str(HERE / "static"), follow_symlink=False), name="static"),
     ]
     handlers: dict[Any, Any] = {
-        cls: on_error for cls in (Conflict, ProjectBusy, NotFound, BadRequest, UsageError, BodyTooLarge, HTTPException)
+        cls: on_error
+        for cls in (
+            Conflict,
+            ProjectBusy,
+            NotFound,
+            BadRequest,
+            UsageError,
+            BodyTooLarge,
+            TooManyFeeds,
+            HTTPException,
+        )
     }
     handlers[Exception] = internal_error_handler(token)
     app = Starlette(routes=routes, exception_handlers=handlers)
@@ -458,7 +471,13 @@ def create_app(
 
 
 def token_from_env() -> str | None:
-    from pensieve.studio.security import TOKEN_ENV
+    """PENSIEVE_STUDIO_TOKEN if set; a token that cannot guard the studio is refused (UsageError)."""
+    from pensieve.studio.security import TOKEN_ENV, token_problem
 
     value = os.environ.get(TOKEN_ENV, "").strip()
-    return value or None
+    if not value:
+        return None
+    problem = token_problem(value)
+    if problem is not None:
+        raise UsageError(problem)
+    return value

@@ -17,7 +17,7 @@ from pensieve.errors import CorruptState, ProjectBusy, UsageError, has_lone_surr
 from pensieve.evidence.segment import cited_sentences
 from pensieve.evidence.store import EVIDENCE_FILE
 from pensieve.hashing import sha256_of_bytes
-from pensieve.project.listing import lock_holder, summarize_projects
+from pensieve.project.listing import lock_holder, summarize_projects, validate_brief
 from pensieve.project.status import Status, load_status
 from pensieve.project.status import status_json as status_object
 from pensieve.project.workspace import HISTORY_DIR, REJECTED_DIR, Project, Workspace, atomic_write_text, check_name
@@ -210,8 +210,11 @@ def save_artifact(project: Project, name: str, text: object, base_sha256: object
     data = text.encode("utf-8", errors="replace")
     if len(data) > MAX_TEXT_BYTES:
         raise BadRequest(f"the text is {len(data):,} bytes; the limit is {MAX_TEXT_BYTES:,}")
-    if name == Artifact.BRIEF and not text.strip():
-        raise BadRequest("the brief is empty; say what the article should be about")
+    if name == Artifact.BRIEF:  # the CLI's rules for a brief (not empty, at most 100,000 bytes)
+        try:
+            validate_brief(text)
+        except UsageError as exc:
+            raise BadRequest(str(exc)) from None
     try:
         with project.run_lock():  # never while a run holds the project, and no run starts meanwhile
             exists = path.exists() or path.is_symlink()

@@ -36,12 +36,12 @@ def _markdown() -> MarkdownIt:
     md.disable("image")  # no outside images (the CSP would block them anyway)
     md.validateLink = safe_url  # type: ignore[method-assign]
 
-    def link_open(tokens: Any, idx: int, options: Any, env: Any) -> str:
+    # markdown-it binds a render rule to its renderer: it is called with the renderer first.
+    def link_open(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
         token = tokens[idx]
         href = token.attrGet("href") or ""
         if href and not href.startswith("#"):
             token.attrSet("rel", "noopener noreferrer nofollow")
-        renderer: Any = md.renderer
         return str(renderer.renderToken(tokens, idx, options, env))
 
     md.add_render_rule("link_open", link_open)

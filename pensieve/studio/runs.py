@@ -17,13 +17,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pensieve.errors import UsageError
 from pensieve.project.listing import lock_holder
-from pensieve.project.workspace import Project, open_nofollow
+from pensieve.project.workspace import RUN_LOCK_WAIT_S, Project, open_nofollow
 from pensieve.studio.projects import BadRequest, Conflict
 
 # Set when the studio is told to stop: live feeds end so the server can close at once.
@@ -78,6 +79,11 @@ class RunManager:
             "-q",
             *options.as_args(),
         ]
+        # The studio itself holds the lock for an instant while it saves an edit: the run
+        # waits for the save rather than being refused as "already running".
+        deadline = time.monotonic() + RUN_LOCK_WAIT_S
+        while lock_holder(project) == os.getpid() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
         with self._lock:
             holder = self.running_pid(project)
             if holder is not None:
@@ -195,12 +201,74 @@ def _last_line(path: Path) -> str:
     return (errors or [line for line in lines if line] or [""])[-1][:500]
 
 
+MAX_FEEDS_PER_PROJECT = 8  # live feeds open at once on one project (tabs, scripts)
+
+
+@dataclass
+class FeedCounter:
+    """How many live feeds each project has open: past the cap a new one is refused (429)
+    instead of each feed costing the studio memory and time without end."""
+
+    limit: int = MAX_FEEDS_PER_PROJECT
+    open_feeds: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def open(self, project_id: str) -> Callable[[], None]:
+        """Take a place for a feed of `project_id`; returns what gives it back (once)."""
+        with self._lock:
+            count = self.open_feeds.get(project_id, 0)
+            if count >= self.limit:
+                raise TooManyFeeds(
+                    f"project {project_id} already has {count} live feeds open (the limit); "
+                    "close other tabs or scripts following it, then reload"
+                )
+            self.open_feeds[project_id] = count + 1
+        released = threading.Event()
+
+        def release() -> None:
+            with self._lock:
+                if released.is_set():
+                    return
+                released.set()
+                left = self.open_feeds.get(project_id, 1) - 1
+                if left > 0:
+                    self.open_feeds[project_id] = left
+                else:
+                    self.open_feeds.pop(project_id, None)
+
+        return release
+
+
+class TooManyFeeds(Exception):
+    """A project has as many live feeds open as allowed (429)."""
+
+
+# Feeds read in their own two threads: however many catch up on a long log at once, the
+# threads that answer pages and the API are never all taken by them.
+_FEED_READS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="feed-read")
+READ_CHUNK = 256 * 1024  # a feed reads the log this much at a time, off the event loop
+MAX_EVENT_LINE = 1 << 20  # a longer "line" is counted but never sent (nor held whole in memory)
+
+
 def count_lines(path: Path) -> int:
+    return _end_of_log(path)[1]
+
+
+def _end_of_log(path: Path) -> tuple[int, int]:
+    """(offset just after the last complete line, number of complete lines), read in chunks."""
+    offset = lines = 0
     try:
         with open_nofollow(path) as handle:  # a link planted as the log is not followed
-            return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
+            read = 0
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                found = chunk.count(b"\n")
+                if found:
+                    lines += found
+                    offset = read + chunk.rindex(b"\n") + 1
+                read += len(chunk)
     except OSError:
-        return 0
+        return 0, 0
+    return offset, lines
 
 
 def _log_size(path: Path) -> int:
@@ -212,30 +280,53 @@ def _log_size(path: Path) -> int:
     return info.st_size if stat.S_ISREG(info.st_mode) else 0
 
 
+def _read_at(path: Path, offset: int, limit: int) -> bytes:
+    try:
+        # O_NOFOLLOW: the log may have been swapped for a link since the lstat.
+        with open_nofollow(path) as handle:
+            handle.seek(offset)
+            return handle.read(limit)
+    except OSError:
+        return b""
+
+
 async def tail_events(path: Path, since: int | None, poll_s: float = 0.1) -> AsyncIterator[tuple[int, str]]:
     """(line number, line) for each complete line of the log from `since` (default: the
-    lines written after this call), following the file as it grows, until the studio stops."""
-    start = count_lines(path) if since is None else max(0, since)
-    number = 0
-    offset = 0
+    lines written after this call), following the file as it grows, until the studio stops.
+
+    A feed holds at most one chunk and one line in memory, and reads in threads: a long log
+    neither fills the studio's memory nor stalls its other requests while it is read."""
+    if since is None:  # from the end: only the lines are counted, nothing is kept
+        offset, number = await asyncio.to_thread(_end_of_log, path)
+        start = number
+    else:
+        offset = number = 0
+        start = max(0, since)
     pending = b""
+    oversized = False  # inside a line longer than MAX_EVENT_LINE: skipped up to its end
     while not STOPPING.is_set():
         size = _log_size(path)
         if size < offset:  # replaced or truncated: read it again from the start
-            offset, number, pending = 0, 0, b""
+            offset, number, pending, oversized = 0, 0, b"", False
         if size > offset:
-            try:
-                # O_NOFOLLOW: the log may have been swapped for a link since the lstat.
-                with open_nofollow(path) as handle:
-                    handle.seek(offset)
-                    data = handle.read(size - offset)
-            except OSError:
-                data = b""
-            offset += len(data)
-            pending += data
-            *lines, pending = pending.split(b"\n")
-            for raw in lines:
-                if number >= start and raw.strip():
-                    yield number, raw.decode("utf-8", errors="replace")
-                number += 1
+            loop = asyncio.get_running_loop()
+            data = await loop.run_in_executor(_FEED_READS, _read_at, path, offset, min(size - offset, READ_CHUNK))
+            if data:
+                offset += len(data)
+                ends = data.count(b"\n")
+                if ends and number + ends <= start:  # still before the first line asked for: only counted
+                    number += ends
+                    pending, oversized = data[data.rindex(b"\n") + 1 :], False
+                    continue
+                *lines, rest = (pending + data).split(b"\n")
+                for raw in lines:
+                    if number >= start and raw.strip() and not oversized:
+                        yield number, raw.decode("utf-8", errors="replace")
+                    number += 1
+                    oversized = False
+                if len(rest) > MAX_EVENT_LINE:
+                    rest, oversized = b"", True
+                pending = rest
+                if offset < size:
+                    continue  # more of the log is waiting: read on without sleeping
         await asyncio.sleep(poll_s)

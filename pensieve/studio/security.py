@@ -17,9 +17,8 @@ import json
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from http.cookies import SimpleCookie
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -131,13 +130,7 @@ class Guard:
         from_query = next((v for k, v in query if k == "token"), None)
         bearer = headers.get("authorization", "")
         from_header = bearer[7:].strip() if bearer[:7].lower() == "bearer " else None
-        cookie = SimpleCookie()
-        try:
-            cookie.load(headers.get("cookie", ""))
-        except Exception:  # a malformed cookie header is simply no cookie
-            cookie = SimpleCookie()
-        morsel = cookie.get(self.cookie_name)
-        from_cookie = morsel.value if morsel is not None else None
+        from_cookie = cookie_value(headers.get("cookie", ""), self.cookie_name)
         if not (self.token_ok(from_header) or self.token_ok(from_cookie) or self.token_ok(from_query)):
             if _wants_page(scope["path"], headers):
                 await _refuse_page(send, 401, UNAUTHORIZED_PAGE)
@@ -160,7 +153,7 @@ class Guard:
         if from_query is not None and method in SAFE_METHODS and not scope["path"].startswith("/api/"):
             # First visit: the token moves into a cookie and out of the address bar.
             rest = urlencode([(k, v) for k, v in query if k != "token"])
-            location = scope["path"] + (f"?{rest}" if rest else "")
+            location = same_site_path(scope["path"]) + (f"?{rest}" if rest else "")
             await send(
                 {
                     "type": "http.response.start",
@@ -219,6 +212,41 @@ class Guard:
             await send(message)
 
         return sending
+
+
+def cookie_value(header: str, name: str) -> str | None:
+    """The value of cookie `name` in a Cookie header, or None. Each `name=value` pair is read on
+    its own: other localhost apps share the browser's cookies with the studio (cookies ignore
+    ports), and a value the standard library's parser dislikes (`session={"user": 1}`,
+    `a="b`, `theme=dark mode`) must not hide the studio's own cookie behind it."""
+    for pair in header.split(";"):
+        key, sep, value = pair.partition("=")
+        if sep and key.strip() == name:
+            return value.strip()
+    return None
+
+
+def same_site_path(path: str) -> str:
+    """`path` as a Location on this site: one leading slash (`//evil.example/` would be another
+    host) and percent-encoded (a CR or LF decoded from %0d%0a cannot split the header)."""
+    return "/" + quote(path.lstrip("/\\"), safe="/!$&'()*+,;=:@-._~")
+
+
+TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+MIN_TOKEN_CHARS = 16
+
+
+def token_problem(token: str) -> str | None:
+    """Why `token` cannot guard the studio, or None. It travels in a cookie, a URL and a header:
+    only URL-safe ASCII survives all three unchanged (a `;` or an accented letter sets a cookie
+    that never matches); a short one is guessed."""
+    if len(token) < MIN_TOKEN_CHARS:
+        return f"{TOKEN_ENV} is {len(token)} characters; use at least {MIN_TOKEN_CHARS} (or unset it for a random one)"
+    bad = sorted({c for c in token if c not in TOKEN_CHARS})
+    if bad:
+        shown = " ".join(repr(c) for c in bad[:5])
+        return f"{TOKEN_ENV} holds characters a cookie or URL would change ({shown}); use only A-Z a-z 0-9 - . _ ~"
+    return None
 
 
 class BodyTooLarge(Exception):
