@@ -6,7 +6,7 @@ on its own fresh query too, so the parts add up to what a call costs:
 - freshness check: `update_index` finding every topic file unchanged;
 - query embedding: the model encoding one new query;
 - ranking: the dot product and the top-k over the index;
-- `search_library` end to end, and the search_topics tool end to end (worker thread,
+- `search_topic_library` end to end, and the search_topics tool end to end (worker thread,
   sanitising and wrapping the result for the model), on one event loop as in a run.
 
 Target: search_topics within 1.2x of (freshness check + query embedding + ranking).
@@ -37,7 +37,7 @@ from pensieve.tools.registry import RunResources, ToolContext
 from pensieve.tools.topics import search_topics
 from pensieve.topics.embedder import get_embedder
 from pensieve.topics.index import update_index
-from pensieve.topics.search import search_library
+from pensieve.topics.search import search_topic_library
 
 
 def timed(action: Callable[[], object]) -> float:
@@ -72,13 +72,13 @@ def main() -> None:
         # One event loop for every tool call, as in a run: asyncio.run per call would time a
         # new loop and a new worker thread each time (2-3 ms), which a run never pays.
         loop = asyncio.new_event_loop()
-        search_library(workspace, next(fresh), k=topics.max_results, min_score=topics.min_score)  # warm
+        search_topic_library(workspace, next(fresh), k=topics.max_results, min_score=topics.min_score)  # warm
         loop.run_until_complete(search_topics(ctx, query=next(fresh)))
         vector = embedder.encode([next(fresh)])[0]
         parts: dict[str, list[float]] = {"check": [], "embed": [], "rank": [], "search": [], "tool": []}
 
         def search(text: str) -> object:
-            return search_library(workspace, text, k=topics.max_results, min_score=topics.min_score)
+            return search_topic_library(workspace, text, k=topics.max_results, min_score=topics.min_score)
 
         def tool(text: str) -> object:
             return loop.run_until_complete(search_topics(ctx, query=text))
@@ -98,7 +98,7 @@ def main() -> None:
         print(f"  query embedding       {median['embed'] * 1e3:7.2f} ms")
         print(f"  ranking               {median['rank'] * 1e3:7.2f} ms")
         print(f"  = sum of the parts    {floor * 1e3:7.2f} ms")
-        print(f"  search_library        {median['search'] * 1e3:7.2f} ms  ({median['search'] / floor:.2f}x the parts)")
+        print(f"  search_topic_library  {median['search'] * 1e3:7.2f} ms  ({median['search'] / floor:.2f}x the parts)")
         print(
             f"  search_topics tool    {median['tool'] * 1e3:7.2f} ms  ({median['tool'] / floor:.2f}x the parts; "
             "target <= 1.2x)"

@@ -28,7 +28,7 @@ from pensieve.topics.chunking import chunk_topic
 from pensieve.topics.embedder import get_embedder
 from pensieve.topics.index import update_index
 from pensieve.topics.library import parse_topic, render_topic
-from pensieve.topics.search import search_library
+from pensieve.topics.search import search_topic_library
 
 WORDS = [
     "system",
@@ -188,7 +188,7 @@ def bench_query(root: Path, chunks: int, queries: int) -> None:
     vectors = report.index.vectors
     rng = random.Random(3)
     texts = [_sentence(rng, 8) for _ in range(queries)]
-    search_library(workspace, texts[0], k=5, min_score=0.3)  # warm: model and index in memory
+    search_topic_library(workspace, texts[0], k=5, min_score=0.3)  # warm: model and index in memory
     embedder = get_embedder()
 
     def run(kind: str) -> list[float]:
@@ -196,7 +196,7 @@ def bench_query(root: Path, chunks: int, queries: int) -> None:
         for text in texts:
             started = time.perf_counter()
             if kind == "search":
-                search_library(workspace, text, k=5, min_score=0.3)
+                search_topic_library(workspace, text, k=5, min_score=0.3)
             elif kind == "encode":
                 embedder.encode([text])
             elif kind == "rank":

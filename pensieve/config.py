@@ -283,6 +283,28 @@ class TopicsSettings(_Section):
     max_results: int = Field(default=5, ge=1)
 
 
+class LibrarySettings(_Section):
+    """The workspace library (pensieve/library/): what a document may be, what a search returns."""
+
+    # A file (or a fetched document) larger than this is refused before it is read.
+    max_file_bytes: int = Field(default=200_000_000, ge=1_000)
+    # A PDF with more pages is refused (split it); bounds the time one file can take.
+    max_pages: int = Field(default=2_000, ge=1)
+    # What the entries of a Word file (a zip) may unpack to in all: a zip bomb is refused.
+    max_unpacked_bytes: int = Field(default=200_000_000, ge=1_000)
+    # Extracted text beyond this is refused rather than cut silently.
+    max_text_chars: int = Field(default=5_000_000, ge=1_000)
+    # Passages search_library returns, and characters read_library_document returns per call.
+    max_results: int = Field(default=8, ge=1, le=50)
+    read_chars: int = Field(default=20_000, ge=1_000)
+
+
+class ResearchSettings(_Section):
+    # false: the researcher and the fact checker get no web search and no fetch at all
+    # (library and topic memory only); `pensieve new --no-web` sets it for one project.
+    web: bool = True
+
+
 class BudgetSettings(_Section):
     max_tokens: int | None = Field(default=None, ge=1)
     max_cost_usd: float | None = Field(default=None, gt=0)
@@ -402,6 +424,8 @@ class Settings(_Section):
     search: SearchSettings = Field(default_factory=SearchSettings)
     fetch: FetchSettings = Field(default_factory=FetchSettings)
     topics: TopicsSettings = Field(default_factory=TopicsSettings)
+    library: LibrarySettings = Field(default_factory=LibrarySettings)
+    research: ResearchSettings = Field(default_factory=ResearchSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     run: RunSettings = Field(default_factory=RunSettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)

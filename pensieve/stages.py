@@ -119,6 +119,7 @@ class Stage:
 
 
 _FILES = ("read_project_file", "write_project_file")
+_LIBRARY = ("search_library", "read_library_document")
 _REVIEW_READS = (Artifact.TOPIC_BRIEF, Artifact.DRAFT_V1)
 
 STAGES: tuple[Stage, ...] = (
@@ -138,7 +139,7 @@ STAGES: tuple[Stage, ...] = (
         name="researcher",
         title="Researcher",
         prompt="researcher.md",
-        tools=("web_search", "fetch_url", "search_topics", *_FILES),
+        tools=("web_search", "fetch_url", "search_topics", *_LIBRARY, *_FILES),
         reads=(Artifact.TOPIC_BRIEF,),
         writes=Artifact.RESEARCH_NOTES,
         contract=contracts.RESEARCH_NOTES,
@@ -184,7 +185,7 @@ STAGES: tuple[Stage, ...] = (
         name="fact_checker",
         title="Fact Checker",
         prompt="fact_checker.md",
-        tools=("web_search", "fetch_url", *_FILES),
+        tools=("web_search", "fetch_url", *_LIBRARY, *_FILES),
         reads=(Artifact.TOPIC_BRIEF, Artifact.RESEARCH_NOTES, Artifact.DRAFT_V1),
         writes=Artifact.FACT_CHECK,
         contract=contracts.FACT_CHECK,

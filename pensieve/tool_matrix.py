@@ -43,6 +43,9 @@ BUILTIN_TOOLS: tuple[ToolName, ...] = (
     ToolName("write_project_file", "project.write_file", 12),
     ToolName("text_stats", "text.stats", 10),
     ToolName("list_projects", "workspace.list_projects", 3),
+    # The workspace library (issue 30): the researcher's and the fact checker's.
+    ToolName("search_library", "library.search", 6),
+    ToolName("read_library_document", "library.read_document", 8),
     ToolName("edit_project_file", "project.edit_file", 20),
 )
 TOOL_NAMES: tuple[str, ...] = tuple(t.name for t in BUILTIN_TOOLS)

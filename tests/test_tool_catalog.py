@@ -25,14 +25,17 @@ SPEC_TOOLS = (
     "text_stats",
     "list_projects",
 )
+# The workspace library (issue 30): the researcher's and the fact checker's.
+LIBRARY_TOOLS = ("search_library", "read_library_document")
 # Beyond the spec's seven (issue 19): in the catalog, in no stage's default column.
 EXTRA_TOOLS = ("edit_project_file",)
 
 
 def test_the_catalog_lists_the_spec_tools_in_matrix_order() -> None:
-    assert TOOL_NAMES == SPEC_TOOLS + EXTRA_TOOLS
-    assert tuple(t.name for t in CATALOG) == SPEC_TOOLS + EXTRA_TOOLS
-    assert tuple(catalog()) == SPEC_TOOLS + EXTRA_TOOLS
+    assert TOOL_NAMES == SPEC_TOOLS + LIBRARY_TOOLS + EXTRA_TOOLS
+    assert tuple(t.name for t in CATALOG) == SPEC_TOOLS + LIBRARY_TOOLS + EXTRA_TOOLS
+    assert tuple(catalog()) == SPEC_TOOLS + LIBRARY_TOOLS + EXTRA_TOOLS
+    assert [s.name for s in STAGES if set(LIBRARY_TOOLS) <= set(s.tools)] == ["researcher", "fact_checker"]
     assert all(set(EXTRA_TOOLS).isdisjoint(stage.tools) for stage in STAGES)
     assert all(catalog()[t.name] is t for t in CATALOG)
 

@@ -19,7 +19,7 @@ from pensieve.config import TopicsSettings
 from pensieve.project.workspace import Workspace
 from pensieve.topics.embedder import Embedder, ModelUnavailable, get_embedder, load_embedder
 from pensieve.topics.index import INDEX_DIR, INDEX_FILE, TopicIndex, index_path
-from pensieve.topics.search import search_library
+from pensieve.topics.search import search_topic_library
 from tests.topic_library import QUERIES, TOPICS, UNRELATED_QUERIES, write_library
 
 MIN_SCORE = TopicsSettings().min_score
@@ -46,7 +46,7 @@ def built_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("library")
     workspace = Workspace(home, "default")
     write_library(workspace.topics_dir)
-    search_library(workspace, "warm up", k=1, min_score=MIN_SCORE)
+    search_topic_library(workspace, "warm up", k=1, min_score=MIN_SCORE)
     return workspace.root
 
 
@@ -58,7 +58,9 @@ def library(tmp_path: Path, built_library: Path) -> Workspace:
 
 
 def _search(workspace: Workspace, query: str, embedder: Embedder | None = None, k: int = 5) -> list[str]:
-    result = search_library(workspace, query, k=k, min_score=MIN_SCORE, embedder=lambda: embedder or get_embedder())
+    result = search_topic_library(
+        workspace, query, k=k, min_score=MIN_SCORE, embedder=lambda: embedder or get_embedder()
+    )
     return [hit.slug for hit in result.hits]
 
 
@@ -96,7 +98,9 @@ def test_unrelated_query_returns_nothing(library: Workspace, query: str) -> None
 
 @pytest.mark.slow
 def test_result_shape_and_snippet_is_the_best_chunk(library: Workspace) -> None:
-    result = search_library(library, "a follower that misses heartbeats asks for votes", k=5, min_score=MIN_SCORE).hits
+    result = search_topic_library(
+        library, "a follower that misses heartbeats asks for votes", k=5, min_score=MIN_SCORE
+    ).hits
     best = result[0]
     assert (best.slug, best.title) == ("raft", "Raft consensus algorithm")
     assert best.snippet.startswith("Servers start as followers.")
@@ -111,14 +115,14 @@ def test_index_is_incremental(library: Workspace) -> None:
     assert counter.indexed_batches(query) == []
 
     counter = CountingEmbedder()
-    result = search_library(library, query, k=3, min_score=MIN_SCORE, embedder=lambda: counter)
+    result = search_topic_library(library, query, k=3, min_score=MIN_SCORE, embedder=lambda: counter)
     assert counter.indexed_batches(query) == []
     assert result.report.embedded == [] and len(result.report.unchanged) == len(TOPICS)
 
     path = library.topics_dir / "photosynthesis.md"
     path.write_text(path.read_text().replace("RuBisCO", "the enzyme rubisco"))
     counter = CountingEmbedder()
-    result = search_library(library, query, k=3, min_score=MIN_SCORE, embedder=lambda: counter)
+    result = search_topic_library(library, query, k=3, min_score=MIN_SCORE, embedder=lambda: counter)
     assert result.report.embedded == ["photosynthesis"]
     (batch,) = counter.indexed_batches(query)
     assert all(text.startswith("Photosynthesis in plants") for text in batch)
@@ -126,7 +130,9 @@ def test_index_is_incremental(library: Workspace) -> None:
 
     (library.topics_dir / "sourdough.md").unlink()
     counter = CountingEmbedder()
-    result = search_library(library, "wild yeast starter loaves", k=5, min_score=MIN_SCORE, embedder=lambda: counter)
+    result = search_topic_library(
+        library, "wild yeast starter loaves", k=5, min_score=MIN_SCORE, embedder=lambda: counter
+    )
     assert result.report.removed == ["sourdough"]
     assert counter.indexed_batches("wild yeast starter loaves") == []
     assert "sourdough" not in [h.slug for h in result.hits]
@@ -139,20 +145,20 @@ def test_index_is_incremental(library: Workspace) -> None:
 def test_broken_front_matter_is_skipped_with_a_warning(library: Workspace) -> None:
     (library.topics_dir / "broken.md").write_text("---\ntitle: [unclosed\n---\nA body about leader election.\n")
     (library.topics_dir / "untitled.md").write_text("---\ntags: [x]\n---\nbody\n")
-    result = search_library(library, "replicas agreeing on a leader", k=3, min_score=MIN_SCORE)
+    result = search_topic_library(library, "replicas agreeing on a leader", k=3, min_score=MIN_SCORE)
     assert result.hits[0].slug == "raft"
     problems = "\n".join(result.report.problems)
     assert "topics/broken.md" in problems and "bad YAML" in problems
     assert "topics/untitled.md" in problems and "no 'title'" in problems
     # Still reported on the next search, though nothing is parsed again.
-    again = search_library(library, "replicas agreeing on a leader", k=3, min_score=MIN_SCORE)
+    again = search_topic_library(library, "replicas agreeing on a leader", k=3, min_score=MIN_SCORE)
     assert len(again.report.problems) == 2
 
 
 @pytest.mark.slow
 def test_unreadable_index_is_rebuilt(library: Workspace) -> None:
     index_path(library).write_bytes(b"not an index")
-    result = search_library(library, "collapsed stars that trap light", k=3, min_score=MIN_SCORE)
+    result = search_topic_library(library, "collapsed stars that trap light", k=3, min_score=MIN_SCORE)
     assert result.hits[0].slug == "black-holes"
     assert any("unreadable" in p for p in result.report.problems)
     assert len(result.report.embedded) == len(TOPICS)
@@ -162,7 +168,9 @@ def test_empty_library_searches_without_loading_the_model(tmp_path: Path) -> Non
     def no_model() -> Embedder:
         raise AssertionError("the model must not be loaded for an empty library")
 
-    result = search_library(Workspace(tmp_path, "default"), "anything", k=3, min_score=MIN_SCORE, embedder=no_model)
+    result = search_topic_library(
+        Workspace(tmp_path, "default"), "anything", k=3, min_score=MIN_SCORE, embedder=no_model
+    )
     assert result.hits == []
 
 

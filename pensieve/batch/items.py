@@ -14,7 +14,7 @@ import io
 import json
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from pensieve.errors import UsageError, shown_name
 from pensieve.hashing import sha256_of_bytes
 from pensieve.project.workspace import BRIEF_FILE, Project, Workspace, check_name, slugify
 
-FIELDS = ("brief", "id", "target_words", "audience", "model")
+FIELDS = ("brief", "id", "target_words", "audience", "model", "sources")
 FORMATS = {".yaml": "yaml", ".yml": "yaml", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 MIN_TARGET_WORDS = 100  # article.target_words' floor
 
@@ -36,6 +36,9 @@ class BatchItem:
     audience: str | None = None
     model: str | None = None
     explicit_id: bool = False
+    # The item's reading list: paths (relative to the batch file) or URLs, added to the
+    # workspace library and archived before research (as `pensieve new --source`).
+    sources: tuple[str, ...] = ()
 
     def overrides(self) -> dict[str, Any]:
         """What the item sets for its project's runs (the workflow's input)."""
@@ -239,8 +242,10 @@ def _item(path: Path, line: int, raw: Any) -> BatchItem:
     model = raw.get("model")
     if model is not None and (not isinstance(model, str) or not model.strip()):
         raise UsageError(f"{where}: model must be a litellm model string such as openai/gpt-4o-mini")
+    sources = _sources(where, path, raw.get("sources"))
     return BatchItem(
         line=line,
+        sources=sources,
         project_id=given or stable_id(text),
         brief=text,
         target_words=target,
@@ -248,6 +253,43 @@ def _item(path: Path, line: int, raw: Any) -> BatchItem:
         model=model.strip() if isinstance(model, str) else None,
         explicit_id=given is not None,
     )
+
+
+def _sources(where: str, path: Path, value: Any) -> tuple[str, ...]:
+    """A list of paths or URLs (in CSV one cell, separated by ';'); paths relative to the file."""
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        value = [v for v in value.split(";") if v.strip()]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise UsageError(f"{where}: sources must be a list of file paths or URLs")
+    from pensieve.library.adding import is_url
+
+    out = []
+    for item in (v.strip() for v in value):
+        out.append(item if is_url(item) else str((path.parent / Path(item).expanduser()).resolve()))
+    return tuple(dict.fromkeys(out))
+
+
+def add_sources(workspace: Workspace, path: Path, items: list[BatchItem], settings: Any) -> dict[str, tuple[str, ...]]:
+    """Every item's sources added to the workspace library: project id -> reading list
+    (library ids). A source that cannot be added refuses the batch, naming its line."""
+    if not any(item.sources for item in items):
+        return {}
+    from pensieve.library.adding import add_anything
+    from pensieve.library.store import Library
+
+    library = Library(workspace)
+    reading: dict[str, tuple[str, ...]] = {}
+    for item in items:
+        if not item.sources:
+            continue
+        outcomes = add_anything(library, item.sources, settings)
+        refused = next((o for o in outcomes if o.document is None), None)
+        if refused is not None:
+            raise UsageError(f"{path}:{item.line}: source {refused.line}")
+        reading[item.project_id] = tuple(dict.fromkeys(o.document.id for o in outcomes if o.document is not None))
+    return reading
 
 
 def _read_regular(path: Path) -> bytes:
@@ -306,8 +348,12 @@ def check_existing(workspace: Workspace, path: Path, items: list[BatchItem]) -> 
             raise UsageError(f"{path}:{item.line}: {project.dir} exists but is not a project; give another id")
 
 
-def create_projects(workspace: Workspace, items: list[BatchItem]) -> tuple[list[Project], int]:
-    """Each item's project, created if missing; returns them and how many were created."""
+def create_projects(
+    workspace: Workspace, items: list[BatchItem], reading: dict[str, tuple[str, ...]] | None = None
+) -> tuple[list[Project], int]:
+    """Each item's project, created if missing, with its reading list (`add_sources`);
+    returns them and how many were created."""
+    from pensieve.library.sources import load_plan, save_plan
     from pensieve.project.listing import new_project
 
     projects, created = [], 0
@@ -316,5 +362,9 @@ def create_projects(workspace: Workspace, items: list[BatchItem]) -> tuple[list[
         if not project.status_path.is_file():
             project = new_project(workspace, item.brief, item.project_id)
             created += 1
+        wanted = (reading or {}).get(item.project_id, ())
+        plan = load_plan(project.dir)
+        if wanted and plan.reading_list != wanted:
+            save_plan(project.dir, replace(plan, reading_list=wanted))
         projects.append(project)
     return projects, created

@@ -512,14 +512,14 @@ class Worker:
 
     def run_wave(self, job: Job, until: str) -> dict[str, Any]:
         from pensieve.project.status import load_status
-        from pensieve.run.pipeline import RunResult, run_project
+        from pensieve.run.pipeline import RunResult, project_settings, run_project
         from pensieve.run.preflight import RunOptions, preflight
 
         self._park_if_stopping()
         try:
             workspace = open_workspace(pensieve_home(), job.workspace)
             project = workspace.existing_project(job.project)
-            settings = self.settings_for(job)
+            settings = project_settings(project, self.settings_for(job))
             options = RunOptions(until=until, model=job.model)
             env = dict(os.environ)
             selected = preflight(project, settings, options, env)

@@ -23,7 +23,9 @@ NUMBER_GROUP = re.compile(r"\[(\d{1,3}(?:\s*[,;]\s*\d{1,3})*)\](?!\()")
 # The scheme of the URL Pensieve gives an MCP result (tools/mcp.py, source_url): it is
 # archived, listed and cited like a fetched page, so the checks must read it too.
 MCP_SCHEME = "mcp"
-URL_START = rf"(?:https?|{MCP_SCHEME})://"
+# Likewise a document of the workspace library (pensieve/library/sources.py): library://<id>.
+LIBRARY_SCHEME = "library"
+URL_START = rf"(?:https?|{MCP_SCHEME}|{LIBRARY_SCHEME})://"
 # A URL written out in text; a pair of parentheses inside it is kept (Foo_(bar)), the
 # brackets or parenthesis around it are not.
 URL = re.compile(URL_START + r"(?:[^\s<>()\[\]\"'`]|\([^\s<>()\[\]\"'`]*\))+")

@@ -97,8 +97,8 @@ def batch(
     Example: pensieve batch briefs.yaml --concurrency 8 --max-cost-usd 5
     """
 
-    def prepare() -> tuple[Workspace, Settings, str, list[Any]]:
-        from pensieve.batch.items import check_existing, read_items
+    def prepare() -> tuple[Workspace, Settings, str, list[Any], dict[str, tuple[str, ...]]]:
+        from pensieve.batch.items import add_sources, check_existing, read_items
         from pensieve.batch.queue import queue_url
         from pensieve.config import load_settings
         from pensieve.run.preflight import RunOptions
@@ -118,9 +118,11 @@ def batch(
         items = read_items(file)
         check_existing(ws, file, items)
         _check_models(settings, model, {item.model for item in items})
-        return ws, settings, queue_url(settings, ws), items
+        # Reading lists into the library first: a source that cannot be added refuses the batch.
+        reading = add_sources(ws, file, items, settings)
+        return ws, settings, queue_url(settings, ws), items, reading
 
-    ws, settings, url, items = guarded(prepare)
+    ws, settings, url, items, reading = guarded(prepare)
     from pensieve.batch.items import create_projects
     from pensieve.batch.queue import Worker
 
@@ -130,7 +132,7 @@ def batch(
     # The queue database first: unreachable or refused, no project has been created.
     guarded(worker.start)
     try:
-        projects, created = create_projects(ws, items)
+        projects, created = create_projects(ws, items, reading)
         err.print(f"{len(projects)} projects ({created} new) in workspace {ws.name}", markup=False)
         planned = worker.plan(items, until, model, retry_failed)
         states = _watch(worker, planned, stop)

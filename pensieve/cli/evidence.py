@@ -156,6 +156,8 @@ def evidence(
         for citation in sentence["citations"]:
             passage = citation.get("passage")
             where = f" at {passage['start']}-{passage['end']}" if passage else ""
+            if passage and passage.get("page"):
+                where += f", p. {passage['page']}"  # a library document's page
             out.print(Text(f"    {citation['source']}: {citation['verdict']}, score {citation['score']:.2f}{where}"))
             if passage:
                 text = " ".join(str(passage["text"]).split())

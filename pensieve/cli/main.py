@@ -22,6 +22,7 @@ from pensieve.cli.estimate import estimate as estimate_command
 from pensieve.cli.evidence import evidence as evidence_command
 from pensieve.cli.evidence import print_check_evidence, share_problem
 from pensieve.cli.export import register as register_export
+from pensieve.cli.library import library_app
 from pensieve.cli.studio import studio
 from pensieve.cli.support import (
     JsonOpt,
@@ -66,6 +67,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(topics_app)
+app.add_typer(library_app)
 
 
 def _read_brief(brief: str | None, file: Path | None) -> str:
@@ -95,20 +97,51 @@ def new(
     brief: Annotated[str | None, typer.Argument(help="The brief; '-' reads it from stdin.")] = None,
     file: Annotated[Path | None, typer.Option("--file", "-f", help="Read the brief from a file.")] = None,
     project_id: Annotated[str | None, typer.Option("--id", help="Project id (default: a slug of the brief).")] = None,
+    source: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--source",
+            metavar="PATH_OR_URL",
+            help="A document the researcher must read (repeatable): added to the library, archived before research.",
+        ),
+    ] = None,
+    no_web: Annotated[
+        bool, typer.Option("--no-web", help="research.web false for this project: library only, no web at all.")
+    ] = False,
     workspace: WorkspaceOpt = "default",
 ) -> None:
     """Start an article from a brief; prints the new project's id.
 
-    Example: pensieve new "Why B-trees still matter" --id btrees
+    Example: pensieve new "Why B-trees still matter" --id btrees --source btree-paper.pdf
     """
 
     def action() -> str:
         from pensieve.config import load_settings
         from pensieve.project.listing import new_project
 
-        load_settings()  # a broken config is reported now, before anything is created
+        settings = load_settings()  # a broken config is reported now, before anything is created
         text = _read_brief(check_text(brief, "the brief"), file)
-        return new_project(workspace_of(workspace), text, project_id).id
+        ws = workspace_of(workspace)
+        reading: list[str] = []
+        if source:
+            from pensieve.library.adding import add_anything
+            from pensieve.library.store import Library
+
+            for item in source:
+                check_text(item, "--source")
+            # Every source first: a source that cannot be added creates no project.
+            outcomes = add_anything(Library(ws), source, settings)
+            refused = [o.line for o in outcomes if o.document is None]
+            if refused:
+                more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+                raise UsageError(f"--source {refused[0]}{more}; no project was created")
+            reading = list(dict.fromkeys(o.document.id for o in outcomes if o.document is not None))
+        project = new_project(ws, text, project_id)
+        if reading or no_web:
+            from pensieve.library.sources import ResearchPlan, save_plan
+
+            save_plan(project.dir, ResearchPlan(tuple(reading), False if no_web else None))
+        return project.id
 
     out.print(guarded(action), markup=False)
 

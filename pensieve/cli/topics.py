@@ -144,14 +144,14 @@ def topics_search(
 
     def action() -> TopicSearchResult:
         from pensieve.config import load_settings
-        from pensieve.topics.search import clean_query, search_library
+        from pensieve.topics.search import clean_query, search_topic_library
 
         clean_query(check_text(query, "the query") or "")
         if k is not None and k < 1:
             raise UsageError(f"--k must be at least 1, not {k}")
         settings = load_settings()
         ws = workspace_of(workspace)
-        return search_library(ws, query, k=k or settings.topics.max_results, min_score=settings.topics.min_score)
+        return search_topic_library(ws, query, k=k or settings.topics.max_results, min_score=settings.topics.min_score)
 
     result = guarded(action)
     _warn(result.report.problems)

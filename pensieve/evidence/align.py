@@ -19,6 +19,7 @@ from pensieve.evidence import lexical
 from pensieve.evidence.segment import CitedSentence, Span, cited_sentences
 from pensieve.evidence.store import VERDICTS, summarize, text_sha256
 from pensieve.evidence.vectors import VectorCache
+from pensieve.project.source_archive import label_at
 from pensieve.topics.embedder import Embedder
 
 if TYPE_CHECKING:
@@ -56,6 +57,8 @@ class SourceText:
     text: str  # the archived text (after the front matter)
     offset: int = 0  # where that text starts in sources/<id>.md
     meta: str = ""  # what the archive knows of it: title, URL, identifiers
+    # A library document's page map: (offset in text, page label), so a passage has a page.
+    pages: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass
@@ -337,7 +340,15 @@ def _about_the_document(numeric: list[lexical.Fact], known: list[lexical.Fact], 
 
 
 def _passage(source: SourceText, window: Span) -> dict[str, Any]:
-    return {"text": window.text, "start": source.offset + window.start, "end": source.offset + window.end}
+    passage: dict[str, Any] = {
+        "text": window.text,
+        "start": source.offset + window.start,
+        "end": source.offset + window.end,
+    }
+    page = label_at(source.pages, window.start)  # a library document's page
+    if page:
+        passage["page"] = page
+    return passage
 
 
 def _short(text: str, limit: int = 60) -> str:

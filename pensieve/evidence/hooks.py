@@ -46,7 +46,7 @@ def load_source_texts(project_dir: Path) -> tuple[dict[str, SourceText], dict[st
         # The archive's title and URL name the document (its number, its date): facts of
         # the source a passage need not repeat.
         meta = "\n".join(x for x in (entry.title, entry.url, entry.final_url) if x)
-        texts[entry.id] = SourceText(entry.id, body, offset, meta)
+        texts[entry.id] = SourceText(entry.id, body, offset, meta, pages=entry.pages)
         for url in (entry.url, entry.final_url, *entry.also):
             if url:
                 urls.setdefault(url.rstrip("/"), entry.id)

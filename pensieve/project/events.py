@@ -41,6 +41,7 @@ class EventKind(StrEnum):
     NOTE = "note"  # message: something the user should know that is not an error
     FETCH = "fetch"
     WEB_SEARCH = "web_search"
+    LIBRARY_SEARCH = "library_search"  # query, results: a search of the workspace library
     MCP_SERVER = "mcp_server"  # server, ok, tools | error: a server started (or failed to) for the run
     MCP_CALL = "mcp_call"  # server, tool, source, new_source, result_chars, truncated, duration_s | error
     TOPICS_WARNING = "topics_warning"

@@ -31,7 +31,15 @@ RAW_DIR = "raw"
 INDEX_JSON = "index.json"
 INDEX_MD = "index.md"
 _ID = re.compile(r"S(\d+)")  # matched whole (fullmatch): "S1\n" is no id
-_RAW_SUFFIX = {"text/html": ".html", "application/xhtml+xml": ".xhtml", "text/plain": ".txt"}
+_RAW_SUFFIX = {
+    "text/html": ".html",
+    "application/xhtml+xml": ".xhtml",
+    "text/plain": ".txt",
+    # Library documents (pensieve/library/): the file as it was added.
+    "text/markdown": ".md",
+    "application/pdf": ".pdf",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
+}
 
 
 def normalize_url(url: str) -> str:
@@ -105,6 +113,9 @@ class ArchivedSource:
     # Where the text came from: "" for a fetched web page, "mcp:<server>/<tool>" for the
     # result of an MCP tool (whose url is mcp://<server>/<tool>?<arguments>).
     origin: str = ""
+    # A library document's map: (offset in the archived text, page label or heading), in
+    # order, so a passage found at an offset is cited with its page ("p. 12").
+    pages: tuple[tuple[int, str], ...] = ()
 
     @property
     def number(self) -> int:
@@ -127,6 +138,8 @@ def _source_from(values: dict[str, Any], **overrides: Any) -> ArchivedSource:
     for name in ("also", "authors"):
         value = data.get(name)
         data[name] = tuple(str(v) for v in value) if isinstance(value, list | tuple) else ()
+    pages = data.get("pages")
+    data["pages"] = _page_map(pages)
     year = data.get("year")
     data["year"] = year if isinstance(year, int) and not isinstance(year, bool) else None
     for name in ("venue", "doi", "publisher", "published", "arxiv_id", "pmid", "origin"):
@@ -139,6 +152,34 @@ def _source_from(values: dict[str, Any], **overrides: Any) -> ArchivedSource:
     size = data.get("size")
     data["size"] = size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else 0
     return ArchivedSource(**data)
+
+
+def _page_map(value: Any) -> tuple[tuple[int, str], ...]:
+    """A stored page map, as pairs; anything malformed (a hand edit) is no map at all."""
+    if not isinstance(value, list | tuple):
+        return ()
+    pairs: list[tuple[int, str]] = []
+    for item in value:
+        if not isinstance(item, list | tuple) or len(item) != 2 or not isinstance(item[0], int):
+            return ()
+        pairs.append((int(item[0]), str(item[1])))
+    return tuple(pairs)
+
+
+def label_at(pages: tuple[tuple[int, str], ...], offset: int) -> str:
+    """The page (or heading) at an offset of a library document's text, by its map; ''
+    for no map or an offset before the first mark."""
+    found = ""
+    for start, label in pages:
+        if start > offset:
+            break
+        found = label
+    return found
+
+
+def page_at(source: ArchivedSource, offset: int) -> str:
+    """The page of a library source at an offset of its archived text ('' for a web page)."""
+    return label_at(source.pages, offset)
 
 
 class SourceArchive:
@@ -215,6 +256,7 @@ class SourceArchive:
         text: str,
         meta: SourceMeta | None = None,
         origin: str = "",
+        pages: tuple[tuple[int, str], ...] = (),
     ) -> tuple[ArchivedSource, bool]:
         """Archive a fetch; a URL already archived keeps its id, and so does a page already
         archived under another URL (one id per page, whichever way it was reached first).
@@ -240,14 +282,16 @@ class SourceArchive:
             raw_file=raw_file,
             also=_other_urls(existing, url, final_url),
             origin=origin,
+            pages=pages,
             **(meta or SourceMeta()).filled_from(existing.meta if existing else SourceMeta()).as_fields(),
         )
         atomic_write_bytes(self.project_dir / raw_file, body)
         header = {
-            k: list(v) if isinstance(v, tuple) else v
+            k: [list(p) for p in v] if k == "pages" else list(v) if isinstance(v, tuple) else v
             for k, v in asdict(source).items()
-            # Metadata only where known; an MCP result's origin (a web page's front matter is unchanged).
-            if k != "file" and (k not in (*META_FIELDS, "origin") or v)
+            # Metadata only where known; an MCP result's origin and a library document's page
+            # map likewise (a web page's front matter is unchanged).
+            if k != "file" and (k not in (*META_FIELDS, "origin", "pages") or v)
         }
         atomic_write_text(self.project_dir / source.file, render_front_matter(header, text, width=1_000_000))
         # The index is written last: a crash before it leaves files the next add overwrites.

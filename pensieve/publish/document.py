@@ -13,7 +13,7 @@ stale evidence is reported, never shown as current.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from pensieve.evidence.store import EVIDENCE_FILE, VERDICTS, load_evidence, text
 from pensieve.front_matter import FrontMatterError, parse_front_matter
 from pensieve.project.source_archive import ArchivedSource, SourceArchive, normalize_url
 from pensieve.project.workspace import BRIEF_FILE, check_name
-from pensieve.publish.references import ReferenceParts, clean_text, reference_parts
+from pensieve.publish.references import ReferenceParts, clean_text, pages_text, reference_parts
 from pensieve.stages import FINAL_ARTICLE
 
 DEFAULT_ARTIFACT: str = FINAL_ARTICLE.value
@@ -57,6 +57,7 @@ class CitedEvidence:
     judge: str | None  # the judge's one-line reason, if a judge ran
     sentence: str  # the sentence as the evidence file has it
     findings: tuple[str, ...]
+    page: str = ""  # a library document's page of the passage
 
 
 @dataclass(frozen=True)
@@ -251,6 +252,11 @@ def load_article(project_dir: Path, name: str = DEFAULT_ARTIFACT) -> Article:
             elif evidence is not None and number is not None:
                 by_id[sid].passages.append(Passage(number, evidence))
         citations.append(Citation(index, found_group.start, found_group.written, tuple(items)))
+    for ref in references:
+        # A library document's reference names the pages of the passages it is cited for.
+        pages = [p.evidence.page for p in ref.passages if p.evidence.verdict != "unsupported"]
+        if pages:
+            ref.parts = replace(ref.parts, pages=pages_text(pages))
     if unresolved:
         listed = ", ".join(dict.fromkeys(unresolved))
         warnings.append(f"{name}: citation(s) {listed} match no archived source; they are shown unlinked")
@@ -498,6 +504,7 @@ def _cited_evidence(sentence: _Sentence, cited: dict[str, Any]) -> CitedEvidence
         judge=reason or None,
         sentence=sentence.text,
         findings=sentence.findings,
+        page=clean_text(passage.get("page"))[:20] if isinstance(passage, dict) else "",
     )
 
 

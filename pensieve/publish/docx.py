@@ -337,6 +337,8 @@ class _Writer:
             writer.run(". ")
             if parts.venue:
                 writer.run(f"{parts.venue.rstrip('.')}. ")
+            if parts.pages:
+                writer.run(f"{parts.pages}. ")
             if parts.site and parts.site != parts.label:
                 writer.run(f"{parts.site}. ")
             if parts.fetched:

@@ -147,6 +147,7 @@ def _reference_json(ref: Reference) -> dict[str, Any]:
         "publisher": parts.publisher or None,
         "published": parts.published or None,
         "doi": parts.doi or None,
+        "pages": parts.pages or None,
         "url": parts.url,
         "requested_url": source.url,
         "fetched_at": parts.fetched_at,

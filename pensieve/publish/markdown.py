@@ -60,6 +60,8 @@ def reference_markdown(number: int, parts: ReferenceParts) -> str:
     pieces.append(f"*{md_escape(parts.title.rstrip('.'))}*.")
     if parts.venue:
         pieces.append(md_escape(parts.venue.rstrip(".")) + ".")
+    if parts.pages:
+        pieces.append(md_escape(parts.pages) + ".")
     if parts.site and parts.site != parts.label:
         pieces.append(md_escape(parts.site) + ".")
     if parts.fetched:

@@ -70,6 +70,8 @@ class ReferenceParts:
     publisher: str = ""
     published: str = ""
     doi: str = ""
+    # A library document's pages of the cited passages: "p. 12", "pp. 3, 12" ('' for a page).
+    pages: str = ""
 
     def text(self) -> str:
         """The entry on one line of plain text: `Label. Title. Site. Fetched DATE. URL`."""
@@ -79,6 +81,8 @@ class ReferenceParts:
         pieces.append(self.title)
         if self.venue:
             pieces.append(self.venue)
+        if self.pages:
+            pieces.append(self.pages)
         if self.site and self.site != self.label:
             pieces.append(self.site)
         if self.fetched:
@@ -87,6 +91,17 @@ class ReferenceParts:
         if self.doi:
             out += f" doi:{self.doi}"
         return f"{out} {self.url}".strip()
+
+
+LIBRARY_SCHEME = "library://"
+
+
+def pages_text(pages: list[str]) -> str:
+    """'p. 12' or 'pp. 3, 12' (in order of first appearance, each once)."""
+    unique = list(dict.fromkeys(p for p in pages if p))
+    if not unique:
+        return ""
+    return ("p. " if len(unique) == 1 else "pp. ") + ", ".join(unique)
 
 
 def reference_parts(source: Any) -> ReferenceParts:
@@ -99,9 +114,12 @@ def reference_parts(source: Any) -> ReferenceParts:
 
     url = clean_text(getattr(source, "final_url", "") or getattr(source, "url", ""))
     site = site_of(url)
+    fetched_at = clean_text(getattr(source, "fetched_at", ""))
+    if url.startswith(LIBRARY_SCHEME):
+        # A document of the writer's own library: no site, no link, and it was added, not fetched.
+        url, site, fetched_at = "", "", ""
     authors = _names(getattr(source, "authors", ()))
     publisher = clean_text(getattr(source, "publisher", ""))
-    fetched_at = clean_text(getattr(source, "fetched_at", ""))
     year = clean_text(getattr(source, "year", "") or "")
     venue = clean_text(getattr(source, "venue", ""))
     return ReferenceParts(

@@ -294,6 +294,8 @@ def _reference_html(ref: Reference, *, bundle_links: bool) -> str:
     pieces.append(f'<cite class="ref-title">{title}</cite>.')
     if parts.venue:
         pieces.append(f'<span class="ref-venue">{escape(parts.venue)}.</span>')
+    if parts.pages:
+        pieces.append(f'<span class="ref-pages">{escape(parts.pages)}.</span>')
     if parts.site and parts.site != parts.label:
         pieces.append(f'<span class="ref-site">{escape(parts.site)}.</span>')
     if parts.fetched:

@@ -146,12 +146,13 @@ class Runner:
         column = resolve_column(stage.name, stage.tools, self.settings)
         # The MCP servers it may use start first, so a failure is said before the stage begins.
         mcp = await self._mcp_tools(column)
+        reading = await self._reading_list(stage, column)
         if extra_instructions and feedback and stage.resend_on_failed_check:
             # Sent back: one list (its own artifact's), and what its first pass did.
             extra = "\n\n".join(t for t in (self.first_pass_note(stage), extra_instructions) if t)
         else:
             evidence = self.evidence_feedback(stage) if feedback else ""
-            extra = "\n\n".join(t for t in (extra_instructions, evidence) if t)
+            extra = "\n\n".join(t for t in (reading, extra_instructions, evidence) if t)
         run = self._build_agent_run(stage, self._begin(stage), extra, column, mcp)
         try:
             await self._produce(stage, run)
@@ -172,6 +173,19 @@ class Runner:
         fix = self.check_citations(stage) if stage.citation_check else None
         unsupported = await self.check_evidence(stage) if stage.evidence else None
         return "\n\n".join(t for t in (fix, unsupported) if t) or None
+
+    async def _reading_list(self, stage: Stage, column: Column) -> str:
+        """The researcher's reading list (`new --source`, batch `sources:`): archived as
+        sources before it starts, and named in its instructions."""
+        if stage.name != "researcher":
+            return ""
+        from pensieve.library.sources import load_plan, reading_list_instructions
+
+        if not load_plan(self.project.dir).reading_list:
+            return ""
+        return await asyncio.to_thread(
+            reading_list_instructions, self.project, "read_library_document" in column.builtins
+        )
 
     def _begin(self, stage: Stage) -> str:
         """Mark the stage running (with the inputs it starts from); returns its model."""
@@ -622,6 +636,17 @@ class Runner:
             await self.resources.aclose()
 
 
+def project_settings(project: Project, settings: Settings) -> Settings:
+    """The settings with the project's own research plan applied (`new --no-web`: research.web
+    false for it alone); a copy, so a batch worker's other projects keep theirs."""
+    from pensieve.library.sources import load_plan
+
+    if load_plan(project.dir).web is False and settings.research.web:
+        settings = settings.model_copy(deep=True)
+        settings.research.web = False
+    return settings
+
+
 def run_project(
     project: Project,
     settings: Settings,
@@ -642,6 +667,7 @@ def run_project(
       cancel from another thread); `asyncio.run` by default.
     """
     env = dict(os.environ if environ is None else environ)
+    settings = project_settings(project, settings)  # idempotent: the worker applied it already
     if selected is None:
         selected = preflight(project, settings, options, env)
     llm.start_import()  # the first request leaves as soon as litellm is importable

@@ -24,6 +24,7 @@ from pensieve.errors import ErrorKind, PensieveError, ProjectBusy, UsageError
 from pensieve.project.workspace import Project, Workspace
 from pensieve.stages import ARTICLE_VERSIONS, FINAL_ARTICLE
 from pensieve.studio import api
+from pensieve.studio import library as library_api
 from pensieve.studio import projects as data
 from pensieve.studio.projects import BadRequest, Conflict, NotFound
 from pensieve.studio.render import render_markdown
@@ -113,11 +114,11 @@ class Studio:
 
     def topic_search(self, query: str) -> dict[str, object]:
         from pensieve.config import load_settings
-        from pensieve.topics.search import search_library
+        from pensieve.topics.search import search_topic_library
 
         settings = load_settings()
         try:
-            found = search_library(
+            found = search_topic_library(
                 self.workspace, query, k=settings.topics.max_results, min_score=settings.topics.min_score
             )
         except UsageError as exc:
@@ -342,6 +343,13 @@ async def topics_page(request: Request) -> Response:
     return page(request, "topics.html", listed=listed, title="Topics - Pensieve studio")
 
 
+async def library_page(request: Request) -> Response:
+    from pensieve.studio.library import documents_json
+
+    listed = await asyncio.to_thread(documents_json, api.studio_of(request).workspace)
+    return page(request, "library.html", listed=listed, title="Library - Pensieve studio")
+
+
 async def queue_page(request: Request) -> Response:
     from pensieve.studio.queue import queue_view, worker_rows
 
@@ -430,8 +438,10 @@ def create_app(
         Route("/projects/{id}/sources/{sid}/raw", source_raw),
         Route("/projects/{id}/export/{fmt}", export_download),
         Route("/topics", topics_page),
+        Route("/library", library_page),
         Route("/queue", queue_page),
         *api.ROUTES,
+        *library_api.ROUTES,
         Mount("/static", StaticFiles(directory=str(HERE / "static"), follow_symlink=False), name="static"),
     ]
     handlers: dict[Any, Any] = {
@@ -450,7 +460,14 @@ def create_app(
     handlers[Exception] = internal_error_handler(token)
     app = Starlette(routes=routes, exception_handlers=handlers)
     app.state.studio = studio
-    return Guard(Answered(app), token=token, host=host, port=port, extra_hosts=extra_hosts)
+    return Guard(
+        Answered(app),
+        token=token,
+        host=host,
+        port=port,
+        extra_hosts=extra_hosts,
+        large_bodies={library_api.UPLOAD_PATH: library_api.MAX_UPLOAD_BYTES},
+    )
 
 
 def token_from_env() -> str | None:

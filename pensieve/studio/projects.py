@@ -351,6 +351,8 @@ def citing_sentences(project: Project) -> dict[str, list[dict[str, Any]]]:
                         "verdict": str(cite.get("verdict", "")),
                         "score": cite.get("score"),
                         "passage": str(passage.get("text", "")) if passage else "",
+                        # A library document's page of the passage (pensieve/library/).
+                        "page": str(passage.get("page") or "") if passage else "",
                         "stale": not current,
                     }
                 )
@@ -364,7 +366,14 @@ def citing_sentences(project: Project) -> dict[str, list[dict[str, Any]]]:
         for sentence in cited_sentences(path.read_text(encoding="utf-8", errors="replace")):
             for sid in sentence.ids:
                 found.setdefault(sid, []).append(
-                    {"artifact": str(name), "text": sentence.text.strip(), "verdict": "", "passage": "", "stale": False}
+                    {
+                        "artifact": str(name),
+                        "text": sentence.text.strip(),
+                        "verdict": "",
+                        "passage": "",
+                        "page": "",
+                        "stale": False,
+                    }
                 )
         if found:
             break

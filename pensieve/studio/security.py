@@ -15,7 +15,7 @@ import hmac
 import ipaddress
 import json
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
@@ -82,6 +82,8 @@ class Guard:
     port: int
     extra_hosts: Iterable[str] = ()
     max_body: int = MAX_BODY_BYTES
+    # Paths whose bodies may be larger (the library's upload: a PDF is often over 2 MB).
+    large_bodies: Mapping[str, int] = field(default_factory=dict)
     _hosts: frozenset[str] = field(init=False)
     cookie_name: str = field(init=False)
 
@@ -144,8 +146,9 @@ class Guard:
                 await _refuse(send, 403, "cross-site request refused (Sec-Fetch-Site)")
                 return
         length = headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.max_body):
-            await _refuse(send, 413, f"request body over the {self.max_body:,}-byte limit")
+        limit = self.large_bodies.get(scope["path"], self.max_body)
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            await _refuse(send, 413, f"request body over the {limit:,}-byte limit")
             return
         if from_query is not None and method in SAFE_METHODS and not scope["path"].startswith("/api/"):
             # First visit: the token moves into a cookie and out of the address bar.
@@ -168,14 +171,13 @@ class Guard:
             return
         nonce = secrets.token_urlsafe(16)
         scope.setdefault("state", {})["csp_nonce"] = nonce
-        await self.app(scope, self._capped(receive, send), self._with_headers(send, nonce))
+        await self.app(scope, self._capped(receive, limit), self._with_headers(send, nonce))
 
     def _cookie(self) -> str:
         return f"{self.cookie_name}={self.token}; Path=/; HttpOnly; SameSite=Strict"
 
-    def _capped(self, receive: Receive, send: Send) -> Receive:
+    def _capped(self, receive: Receive, limit: int) -> Receive:
         seen = 0
-        limit = self.max_body
 
         async def capped() -> Message:
             nonlocal seen

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from pensieve.tool_matrix import BUILTIN_TOOLS
 from pensieve.tools.files import edit_project_file, read_project_file, write_project_file
+from pensieve.tools.library import read_library_document, search_library
 from pensieve.tools.registry import Tool
 from pensieve.tools.stats import text_stats
 from pensieve.tools.topics import search_topics
@@ -33,6 +34,9 @@ CATALOG: tuple[Tool, ...] = (
     write_project_file,
     text_stats,
     list_projects,
+    # The workspace library (issue 30): the researcher's and the fact checker's.
+    search_library,
+    read_library_document,
     # Not in the default matrix: given with agents.<stage>.tools.allow (project.edit_file).
     edit_project_file,
 )

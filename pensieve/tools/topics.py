@@ -43,14 +43,14 @@ async def search_topics(ctx: ToolContext, query: str) -> str:
     Args:
         query: A topic or concept in natural language, e.g. 'how databases recover after a crash'.
     """
-    from pensieve.topics.search import search_library
+    from pensieve.topics.search import search_topic_library
 
     if not query.strip():
         raise ToolError("query is empty; describe a topic or concept in a few words")
     topics = ctx.settings.topics
     try:
         result = await asyncio.to_thread(
-            search_library,
+            search_topic_library,
             ctx.project.workspace,
             query,
             k=topics.max_results,

@@ -119,7 +119,16 @@ def web_state(ctx: ToolContext) -> WebState:
 # -- web_search ---------------------------------------------------------------------------------
 
 
+def web_off(settings: Settings, _environ: Mapping[str, str]) -> str | None:
+    """research.web false (the configuration, or `new --no-web` for one project): no web at all."""
+    if not settings.research.web:
+        return "research.web is false: this research uses the library only, nothing is fetched from the web"
+    return None
+
+
 def search_unavailable(settings: Settings, environ: Mapping[str, str]) -> str | None:
+    if off := web_off(settings, environ):
+        return off
     configured = settings.search.configured()
     if not configured:
         return (
@@ -319,7 +328,7 @@ def known_urls(ctx: ToolContext) -> KnownUrls:
         archive = SourceArchive(project.dir)
         for source in archive.entries():
             known.add_trusted([source.url, source.final_url, *source.also])
-            raw = archive.raw(source)
+            raw = archive.raw(source) if not source.origin.startswith("library:") else None
             if raw is not None and not source.raw_file.endswith(".txt"):
                 known.add_links(links_in_page(raw, source.final_url))
     return known
@@ -380,7 +389,7 @@ def _read_on(ctx: ToolContext, source: ArchivedSource, text: str, shown: int) ->
     return f"\n[... truncated: {len(text) - shown:,} of {len(text):,} characters cut (fetch.max_chars); {where}]"
 
 
-@tool(canonical="web.fetch_url", default_limit=10)
+@tool(canonical="web.fetch_url", default_limit=10, unavailable=web_off)
 async def fetch_url(ctx: ToolContext, url: str, mode: Literal["text", "raw", "summary"] = "text") -> str:
     """Fetch a web page and return its content (pages are kept in the project's sources/ archive).
 

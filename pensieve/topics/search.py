@@ -32,7 +32,7 @@ def clean_query(query: str) -> str:
     return query[:MAX_QUERY_CHARS]
 
 
-def search_library(
+def search_topic_library(
     workspace: Workspace,
     query: str,
     *,

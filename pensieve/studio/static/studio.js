@@ -330,7 +330,55 @@
     });
   }
 
-  const inits = { projects: initProjects, new: initNew, project: initProject, file: initFile, read: initRead, topics: initTopics };
+  /* ---------------- library ---------------- */
+  function initLibrary() {
+    const msg = $("#add-message");
+    $("#library-search").addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const q = $("#q").value.trim();
+      const smsg = $("#search-message"), hits = $("#hits");
+      hits.textContent = "";
+      if (!q) return;
+      say(smsg, "Searching (the first search loads the embedding model)…");
+      const r = await api("GET", "/api/library?q=" + encodeURIComponent(q));
+      if (!r.ok) { say(smsg, r.data.error || "search failed", "error"); return; }
+      say(smsg, r.data.hits.length ? r.data.hits.length + " passage(s)" : "Nothing matches.");
+      for (const h of r.data.hits) {
+        const li = el("li");
+        li.append(el("strong", {}, h.title), " ", el("span", { class: "sub" }, h.id + (h.page ? " · p. " + h.page : "")), el("p", {}, h.passage));
+        hits.append(li);
+      }
+    });
+    $("#library-upload").addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const files = Array.from($("#file").files || []);
+      if (!files.length) { say(msg, "Choose one or more files first.", "error"); return; }
+      const tags = $("#tags").value.trim();
+      const lines = [];
+      for (const file of files) {
+        say(msg, "Adding " + file.name + "…");
+        const url = "/api/library/upload?name=" + encodeURIComponent(file.name) + (tags ? "&tags=" + encodeURIComponent(tags) : "");
+        const response = await fetch(url, { method: "POST", body: file, credentials: "same-origin", headers: { "Content-Type": "application/octet-stream", Accept: "application/json" } });
+        let data = {};
+        try { data = await response.json(); } catch (err) { data = {}; }
+        lines.push(response.ok ? (data.new ? "added " : "already in the library: ") + data.id + " (" + data.title + ")" : "error: " + (data.error || response.status));
+      }
+      say(msg, lines.join("; "), lines.some((l) => l.startsWith("error")) ? "error" : "");
+      if (lines.some((l) => !l.startsWith("error"))) setTimeout(() => window.location.reload(), 600);
+    });
+    $("#library-url").addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const url = $("#url").value.trim();
+      if (!url) return;
+      say(msg, "Fetching " + url + "…");
+      const r = await api("POST", "/api/library/url", { url });
+      if (!r.ok) { say(msg, r.data.error || "the fetch failed", "error"); return; }
+      say(msg, (r.data.new ? "added " : "already in the library: ") + r.data.id + " (" + r.data.title + ")");
+      setTimeout(() => window.location.reload(), 600);
+    });
+  }
+
+  const inits = { projects: initProjects, new: initNew, project: initProject, file: initFile, read: initRead, topics: initTopics, library: initLibrary };
   document.addEventListener("DOMContentLoaded", () => {
     const init = inits[document.body.dataset.page];
     if (init) init();
