@@ -482,11 +482,11 @@ def check(
         from pensieve.config import load_settings
         from pensieve.evidence.lost_facts import project_lost_facts
         from pensieve.run.findings import report_problems
-        from pensieve.stages import Artifact
+        from pensieve.stages import ARTICLE_VERSIONS
 
         project = workspace_of(workspace).existing_project(project_id)
         settings = load_settings()
-        articles = (Artifact.DRAFT_V1, Artifact.DRAFT_V2, Artifact.FINAL)
+        articles = ARTICLE_VERSIONS
         if not any(project.file(name).is_file() for name in articles):
             # "every citation checks out" of an article that does not exist would be a lie.
             raise PensieveError(

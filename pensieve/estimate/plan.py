@@ -20,7 +20,7 @@ from pensieve.project.workspace import Project
 from pensieve.run.agent import AgentRun, system_prompt, task_message, tool_cap
 from pensieve.run.commit import staged_artifact
 from pensieve.run.finishing import Finisher
-from pensieve.stages import Artifact, Stage
+from pensieve.stages import ARTICLE_VERSIONS, Artifact, Stage
 from pensieve.tool_matrix import resolve_column
 from pensieve.tools import offered_tools
 from pensieve.tools.registry import ToolContext
@@ -39,7 +39,7 @@ _DEFAULT_SIZES: dict[str, int] = {
     Artifact.CONSISTENCY_REPORT: 1_200,
 }
 _RESEARCH_NOTES = {True: 10_000, False: 4_500}  # with and without web search
-_ARTICLES = (Artifact.DRAFT_V1, Artifact.DRAFT_V2, Artifact.FINAL)
+_ARTICLES = ARTICLE_VERSIONS
 # What the first turn's other tools answer: search_topics' hits, list_projects' rows,
 # text_stats' figures.
 _FIRST_TURN_TOOLS = {"search_topics": 1_500, "list_projects": 600, "text_stats": 300}

@@ -39,7 +39,7 @@ from pensieve.run.commit import (
 )
 from pensieve.run.finishing import ContractFailed, Finisher, unfence
 from pensieve.run.preflight import RunOptions, preflight, preflight_warnings, select_stages
-from pensieve.stages import BY_NAME, EVIDENCE_JUDGE, STAGE_NAMES, STAGES, Stage
+from pensieve.stages import BY_NAME, EVIDENCE_JUDGE, STAGE_NAMES, STAGES, Artifact, Stage
 from pensieve.tool_matrix import Column, resolve_column
 from pensieve.tools import offered_tools
 from pensieve.tools.registry import RunResources, Tool, ToolContext
@@ -177,8 +177,8 @@ class Runner:
     async def _reading_list(self, stage: Stage, column: Column) -> str:
         """The researcher's reading list (`new --source`, batch `sources:`): archived as
         sources before it starts, and named in its instructions."""
-        if stage.name != "researcher":
-            return ""
+        if stage.writes != Artifact.RESEARCH_NOTES:
+            return ""  # the reading list is the research stage's
         from pensieve.library.sources import load_plan, reading_list_instructions
 
         if not load_plan(self.project.dir).reading_list:

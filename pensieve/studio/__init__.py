@@ -6,4 +6,4 @@ and `api` the JSON API and event streams; `projects` reads and edits a project's
 queue (DBOS imported on request); `render` turns markdown into the pages' HTML.
 """
 
-__all__ = ["app", "runs", "security"]
+__all__ = ["app", "runs", "security", "server"]
