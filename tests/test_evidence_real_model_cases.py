@@ -20,17 +20,17 @@ from tests.test_evidence import INVENTED
 
 # Qwen's reply, word for word but for the count (it echoed the task message's evidence block).
 INTRO = (
-    "The evidence check found 1 cited sentence(s) in draft_v1.md that the cited sources do not support (the "
-    "passage shown is the closest one found; sources are in sources/Sn.md). For each sentence below, in your "
-    "version, cite the source id that does say it, or soften it to what the source says, or remove it. Never "
-    "invent numbers, dates or names."
+    "The evidence check could not find support in the cited sources for 1 cited sentence(s) of draft_v1.md "
+    "(only the ones it is sure of are listed; the passage shown is the closest one found; sources are in "
+    "sources/Sn.md). For each sentence below, in your version: cite the source id that does say it, or correct "
+    "it to what the source says, or remove it. Never invent numbers, dates or names."
 )
 # Its other form: under a heading, the instruction turned into a list (then a bare `draft_v2.md`).
 DRESSED = (
-    "### Summary\n\nThe evidence check found 1 cited sentence(s) in `draft_v1.md` that the cited sources do not "
-    "support the passage shown is the closest one found; sources are in `sources/Sn.md`. For each sentence "
-    "below, in your version:\n- cite the source id that does say it, or soften it to what the source says, or "
-    "remove it.\n- Never invent numbers, dates or names.\n"
+    "### Summary\n\nThe evidence check could not find support in the cited sources for 1 cited sentence(s) of "
+    "`draft_v1.md` only the ones it is sure of are listed; the passage shown is the closest one found; sources "
+    "are in `sources/Sn.md`. For each sentence below, in your version:\n- cite the source id that does say it, "
+    "or correct it to what the source says, or remove it.\n- Never invent numbers, dates or names.\n"
 )
 
 
@@ -57,7 +57,7 @@ def test_a_reviser_that_answers_with_the_evidence_list_is_refused(
     finally:
         web_home.model.fallbacks.pop("reviser", None)
     task = web_home.model.for_stage("reviser")[0].messages[1]["content"]
-    assert "The evidence check found 1 cited sentence(s) in draft_v1.md" in task and "14 is not in S1" in task
+    assert "for 1 cited sentence(s) of draft_v1.md" in task and "14 not found in S1" in task
     folder = web_home.project_dir(pid)
     reviser = status_of(web_home, pid)["stages"]["reviser"]
     assert reviser["status"] == "error" and "draft_v2.md does not meet its contract" in reviser["error"]
@@ -90,7 +90,7 @@ def test_a_polisher_that_answers_with_its_task_in_a_fence_writes_no_final(web_ho
     finally:
         web_home.model.fallbacks.pop("polisher", None)
     task = web_home.model.for_stage("polisher")[0].messages[1]["content"]
-    assert "The evidence check found 1 cited sentence(s) in draft_v2.md" in task and "<<<UNTRUSTED" in task
+    assert "for 1 cited sentence(s) of draft_v2.md" in task and "<<<UNTRUSTED" in task
     folder = web_home.project_dir(pid)
     doc = status_of(web_home, pid)
     polisher = doc["stages"]["polisher"]
@@ -105,11 +105,12 @@ def test_a_polisher_that_answers_with_its_task_in_a_fence_writes_no_final(web_ho
 def test_a_stronger_claim_is_reported_with_the_word_the_sentence_used() -> None:
     # Qwen's reviser was shown "stated more strongly than the passage: best" for a sentence
     # saying "first", and "all" for one saying "every": words it could not find.
+    # (Since issue 25, a cue needs the same claim: "first" against a passage about something
+    # else, or a dropped frequency word such as "often", is no finding: on the by-hand
+    # articles such findings were wrong.)
     passage = "New vectors are often written to a small buffer that is searched by brute force."
-    assert stronger_cues("HNSW was first built at Google to rank search results.", passage) == [
-        '"first"',
-        "drops the source's hedge (often)",
-    ]
+    assert stronger_cues("New vectors are always written to a small buffer first.", passage) == ['"always"']
+    assert stronger_cues("HNSW was first built at Google to rank search results.", passage) == []
     assert stronger_cues("Most systems rebuild their whole index every hour.", "Systems rebuild the index.") == [
         '"every"'
     ]

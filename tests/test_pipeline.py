@@ -12,13 +12,16 @@ from tests.fakes.artifacts import DEFAULT_TOPIC
 from tests.fakes.model_server import call, calls, error, text
 
 # The spec's tool matrix, written out independently of pensieve.stages.
+# The spec's matrix (../shared/spec/agent-tools.md), with the workspace library's two tools
+# added to the researcher's and the fact checker's columns (issue 30).
+LIBRARY = {"search_library", "read_library_document"}
 MATRIX = {
     "refiner": {"search_topics", "read_project_file", "write_project_file"},
-    "researcher": {"web_search", "fetch_url", "search_topics", "read_project_file", "write_project_file"},
+    "researcher": {"web_search", "fetch_url", "search_topics", "read_project_file", "write_project_file", *LIBRARY},
     "outliner": {"read_project_file", "write_project_file"},
     "drafter": {"read_project_file", "write_project_file"},
     "content_reviewer": {"read_project_file", "write_project_file"},
-    "fact_checker": {"web_search", "fetch_url", "read_project_file", "write_project_file"},
+    "fact_checker": {"web_search", "fetch_url", "read_project_file", "write_project_file", *LIBRARY},
     "style_reviewer": {"read_project_file", "write_project_file"},
     "reviser": {"read_project_file", "write_project_file"},
     "polisher": {"text_stats", "read_project_file", "write_project_file"},
