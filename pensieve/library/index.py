@@ -18,10 +18,8 @@ paraphrases are both found.
 from __future__ import annotations
 
 import contextlib
-import io
-import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +29,7 @@ import numpy.typing as npt
 
 from pensieve.errors import UsageError
 from pensieve.library.store import Document, Library, LibraryBusy
-from pensieve.project.workspace import atomic_write_bytes, exclusive_lock, open_regular_nofollow
+from pensieve.project.index_file import IndexCache, pack, unpack, update_lock
 from pensieve.topics.embedder import DIMENSION, MODEL_NAME, WEIGHTS_SHA256, Embedder
 
 INDEX_DIR = ".index"
@@ -95,18 +93,11 @@ class LibraryIndex:
             "docs": self.docs,
             "passages": [[p.doc, p.start, p.end, p.page] for p in self.passages],
         }
-        buffer = io.BytesIO()
-        meta = np.frombuffer(json.dumps(manifest, ensure_ascii=False).encode("utf-8"), dtype=np.uint8)
-        np.savez(buffer, vectors=self.vectors, manifest=meta)
-        return buffer.getvalue()
+        return pack(self.vectors, manifest)
 
     @classmethod
     def from_file(cls, path: Path) -> LibraryIndex:
-        with open(open_regular_nofollow(path), "rb") as handle, np.load(handle, allow_pickle=False) as data:
-            vectors = np.ascontiguousarray(data["vectors"], dtype=np.float32)
-            manifest = json.loads(data["manifest"].tobytes().decode("utf-8"))
-        if manifest.get("format") != FORMAT_VERSION:
-            raise ValueError(f"index format {manifest.get('format')!r}, expected {FORMAT_VERSION}")
+        vectors, manifest = unpack(path, FORMAT_VERSION)
         passages = [Passage(str(d), int(s), int(e), str(p)) for d, s, e, p in manifest["passages"]]
         if vectors.ndim != 2 or vectors.shape[1] != DIMENSION or vectors.shape[0] != len(passages):
             raise ValueError(f"vectors have shape {vectors.shape} for {len(passages)} passages")
@@ -142,45 +133,32 @@ def index_path(library: Library) -> Path:
     return library.root / INDEX_DIR / INDEX_FILE
 
 
-@contextlib.contextmanager
-def _index_lock(library: Library, timeout_s: float = 600.0) -> Iterator[None]:
+def _index_lock(library: Library, timeout_s: float = 600.0) -> contextlib.AbstractContextManager[None]:
     path = library.root / INDEX_DIR / LOCK_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
 
     def busy(_holder: str) -> LibraryBusy:
         return LibraryBusy(f"the library index {path.parent} is being updated by another process; try again")
 
-    with exclusive_lock(path, busy, timeout_s):
-        yield
+    return update_lock(path, busy, timeout_s)
 
 
-# The index this process last read or wrote, per path, with the file's identity then.
-_cache: dict[Path, tuple[tuple[int, int, int], LibraryIndex]] = {}
-
-
-def _identity(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
+_cache: IndexCache[LibraryIndex] = IndexCache()
 
 
 def load_index(path: Path) -> LibraryIndex:
     """The stored index; an empty one if there is none or it is unusable (it is rebuilt)."""
-    identity = _identity(path)
+    identity, cached = _cache.lookup(path)
     if identity is None:
         return LibraryIndex.empty()
-    cached = _cache.get(path)
-    if cached and cached[0] == identity:
-        return cached[1]
+    if cached is not None:
+        return cached
     try:
         index = LibraryIndex.from_file(path)
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return LibraryIndex.empty()
     if index.embedding_id != EMBEDDING_ID:
         return LibraryIndex.empty()
-    _cache[path] = (identity, index)
+    _cache.keep(path, identity, index)
     return index
 
 
@@ -213,10 +191,7 @@ def update_index(library: Library, embedder: Callable[[], Embedder]) -> UpdateRe
             blocks.append(embedder().encode(texts))
         vectors = np.concatenate(blocks) if blocks else np.zeros((0, DIMENSION), dtype=np.float32)
         index = LibraryIndex(order, passages + new_passages, np.ascontiguousarray(vectors, dtype=np.float32))
-        atomic_write_bytes(path, index.to_bytes())
-        identity = _identity(path)
-        if identity is not None:
-            _cache[path] = (identity, index)
+        _cache.save(path, index.to_bytes(), index)
         report.index = index
         report.passages_embedded = len(texts)
         return report

@@ -25,7 +25,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from pensieve.clock import now_iso
-from pensieve.errors import CorruptState, PensieveError, UsageError
+from pensieve.errors import Busy, CorruptState, UsageError
 from pensieve.hashing import sha256_of_bytes
 from pensieve.library.extract import Extracted, ExtractionError, Limits, extract
 from pensieve.project.source_archive import label_at
@@ -54,8 +54,8 @@ LOCK_TIMEOUT_S = 120.0
 MAX_META_BYTES = 20_000_000
 
 
-class LibraryBusy(PensieveError):
-    exit_code = 1
+class LibraryBusy(Busy):
+    """Another process is changing the library or its index."""
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,9 @@ class EventKind(StrEnum):
     TOPICS_WARNING = "topics_warning"
     TOPIC_CAPTURED = "topic_captured"
     TOPIC_CAPTURE_FAILED = "topic_capture_failed"
+    # How a `pensieve run` process ended, its last event (pensieve.project.run_outcome.RunEnd):
+    # outcome, exit_code, pid, error, error_kind, failed_stage, message.
+    RUN_END = "run_end"
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ from markdown_it.token import Token
 
 from pensieve import __version__
 from pensieve.publish.document import PLACEHOLDER, Article, CiteItem
-from pensieve.publish.references import clean_text, safe_url
+from pensieve.publish.links import safe_link
+from pensieve.publish.references import clean_text
 from pensieve.publish.render import markdown_parser
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
@@ -157,14 +158,14 @@ class _Inline:
             elif kind == "s_close":
                 self.style.strike = False
             elif kind == "link_open":
-                url = safe_url(str(child.attrGet("href") or ""))
+                url = safe_link(str(child.attrGet("href") or ""), in_document=False)
                 if url is not None and self._link_element is None:
                     self.open_link(url=url)
             elif kind == "link_close":
                 self.close_link()
             elif kind == "image":
                 alt = PLACEHOLDER.sub("", "".join(c.content for c in child.children or [])).strip() or "image"
-                url = safe_url(str(child.attrGet("src") or ""))
+                url = safe_link(str(child.attrGet("src") or ""), in_document=False)
                 if url is not None and self._link_element is None:
                     self.open_link(url=url)
                     self.run(f"[image: {alt}]")
@@ -329,20 +330,14 @@ class _Writer:
             writer = _Inline(self.article, paragraph)
             writer.run(f"{ref.number}.\t")
             if parts.label:
-                label = parts.label + (f" ({parts.year})" if parts.year and parts.year not in parts.label else "")
-                writer.run(f"{label.rstrip('.')}. ")
+                writer.run(f"{parts.dated_label.rstrip('.')}. ")
             writer.style.italic = True
             writer.run(parts.title.rstrip("."))
             writer.style.italic = False
             writer.run(". ")
-            if parts.venue:
-                writer.run(f"{parts.venue.rstrip('.')}. ")
-            if parts.pages:
-                writer.run(f"{parts.pages}. ")
-            if parts.site and parts.site != parts.label:
-                writer.run(f"{parts.site}. ")
-            if parts.fetched:
-                writer.run(f"Fetched {parts.fetched}. ")
+            for kind, value in parts.middle():
+                shown = {"venue": value.rstrip("."), "fetched": f"Fetched {value}"}.get(kind, value)
+                writer.run(f"{shown}. ")
             if parts.doi:
                 writer.run(f"doi:{parts.doi} ")
             if parts.link:
