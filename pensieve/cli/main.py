@@ -23,7 +23,6 @@ from pensieve.cli.evidence import evidence as evidence_command
 from pensieve.cli.evidence import print_check_evidence, share_problem
 from pensieve.cli.export import register as register_export
 from pensieve.cli.library import library_app
-from pensieve.cli.run_ending import record_ending
 from pensieve.cli.studio import studio
 from pensieve.cli.support import (
     JsonOpt,
@@ -190,6 +189,8 @@ def run(
         project, settings, options = guarded(prepare)
         raise typer.Exit(guarded(lambda: print_plan(project, settings, options)))
     _hear_stop_requests()
+    from pensieve.cli.run_ending import record_ending
+
     found: Project | None = None  # once known: where the run's ending is recorded
     try:
         project, settings, options = prepare()

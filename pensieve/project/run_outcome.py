@@ -16,11 +16,11 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal, get_args
 
-from pensieve.project.events import EventKind, EventLog
+from pensieve.project.events import EventKind, EventLog, RunEnded
 from pensieve.project.workspace import Project, open_nofollow
 
 # complete / paused: the run ended well (exit 0); failed: a stage failed (status.json says
@@ -49,8 +49,16 @@ class RunEnd:
     failed_stage: str | None = None  # the first stage that failed, for outcome "failed"
     message: str | None = None  # what a run that ended well said (where the article is, or what is next)
 
-    def as_json(self) -> dict[str, object]:
-        return asdict(self)
+    def as_json(self) -> RunEnded:
+        return RunEnded(
+            outcome=self.outcome,
+            exit_code=self.exit_code,
+            pid=self.pid,
+            error=self.error,
+            error_kind=self.error_kind,
+            failed_stage=self.failed_stage,
+            message=self.message,
+        )
 
     @classmethod
     def from_record(cls, record: object) -> RunEnd | None:
