@@ -592,3 +592,20 @@ def test_a_failed_run_leaves_no_server_process(home: Home, tmp_path: Path) -> No
     status = json.loads((home.project_dir(pid) / "status.json").read_text())
     assert status["stages"]["researcher"]["status"] == "error"
     assert_no_server_left(pid_file)
+
+
+def test_a_server_listing_one_tool_name_twice_is_refused_in_one_line(home: Home, tmp_path: Path) -> None:
+    """Two tools of one server named alike were both `mcp_wiki_search` and a run offered one
+    of them silently; the second one's description could say anything."""
+    pid_file = tmp_path / "dup.pids"
+    configure(home, {"wiki": stdio_server(pid_file, "--duplicate-tool")}, allow=["mcp.wiki.*"])
+    result = home.run("tools", "--stage", "researcher")
+    assert result.exit_code == 0, result.stderr
+    lines = [line.strip() for line in (result.stdout + result.stderr).splitlines()]
+    why = "lists the tool 'search' more than once; each tool must have its own name (fix or update the server)"
+    assert f"mcp server 'wiki' is not available: {why}" in lines, result.stdout + result.stderr
+    assert f"mcp.wiki.* is not available: {why}" in lines  # the table's note for the stage
+    assert "mcp_wiki_search" not in result.stdout and "Send the brief" not in result.stdout
+    data = json.loads(home.run("tools", "--stage", "researcher", "--json").stdout)
+    assert data["servers"]["wiki"]["ok"] is False and data["servers"]["wiki"]["tools"] == 0
+    assert_no_server_left(pid_file)
