@@ -6,6 +6,7 @@ and lists or with the target on the next line, raw HTML, images, the front matte
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -211,3 +212,20 @@ def test_the_exported_markdown_has_no_unsafe_link(home: Home, project: Path) -> 
         assert "https://www.example.org/vector-indexes" in hrefs(out)
     meta = yaml.safe_load(out.split("---\n")[1])
     assert meta["title"] == "[t](javascript&#58;alert(1)) <img src=x onerror=alert(1)>"
+    # The JSON export's markdown fields hold to the same rule.
+    result = home.run("export", PROJECT, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    fields = list(_markdown_fields(json.loads(Path(result.stdout.strip()).read_text(encoding="utf-8"))))
+    assert len(fields) > 3 and not [f for f in fields if offences(f)]
+
+
+def _markdown_fields(value: object) -> Iterator[str]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "markdown" and isinstance(item, str):
+                yield item
+            else:
+                yield from _markdown_fields(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _markdown_fields(item)

@@ -46,6 +46,11 @@ def _neutralise(prose: str) -> str:
 def neutralise_markdown(text: str) -> str:
     """Markdown made safe to hand to a renderer that passes HTML through (code kept as is),
     checked by the parser: no link but http(s) and in-document ones, no image, no HTML."""
+    return make_links_safe(_neutralise_prose(text))
+
+
+def _neutralise_prose(text: str) -> str:
+    """The rewriting part of `neutralise_markdown`, before the parser's check."""
     out: list[str] = []
     position = 0
     for start, end in code_spans(text):
@@ -53,7 +58,7 @@ def neutralise_markdown(text: str) -> str:
         out.append(text[start:end])
         position = end
     out.append(_neutralise(text[position:]))
-    return make_links_safe("".join(out))
+    return "".join(out)
 
 
 def reference_markdown(number: int, parts: ReferenceParts) -> str:
@@ -101,11 +106,11 @@ def _front_matter(values: dict[str, str | int], body: str) -> str:
 
 
 def markdown_export(article: Article, *, exported_at: str, front_matter: bool = False) -> str:
-    body = neutralise_markdown(article.plain(article.markdown, marked=True)).strip()
+    body = _neutralise_prose(article.plain(article.markdown, marked=True)).strip()
     if article.references:
         lines = [reference_markdown(ref.number, ref.parts) for ref in article.references]
         body += "\n\n## References\n\n" + "\n".join(lines)
-    # The whole page checked once more by the parser: the reference list's links included.
+    # The whole page checked by the parser, the reference list's links included.
     body = make_links_safe(body)
     if not front_matter:
         return f"# {md_escape(article.title)}\n\n{body}\n"

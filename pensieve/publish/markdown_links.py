@@ -9,8 +9,8 @@ be trusted to see them all. Hence two steps:
 
 1. `rewrite_targets`: each inline or definition target found in the text is parsed as the
    parser parses it and, when unsafe, replaced by `#` (the link text stays);
-2. `unsafe_lines`: the result is parsed by markdown-it (raw HTML on and off, tables on and
-   off, as different renderers would) and every block still holding an unsafe link, an
+2. `unsafe_lines`: the result is parsed by markdown-it (raw HTML on, and off when there
+   was some; tables on and off, as different renderers would) and every block still holding an unsafe link, an
    image or raw HTML is named by its lines, which `escape_lines` then makes literal text
    (`[`, `]` and `<` backslash-escaped), until the parser finds nothing.
 """
@@ -18,7 +18,6 @@ be trusted to see them all. Hence two steps:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
 
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import unescapeAll
@@ -31,7 +30,7 @@ from pensieve.publish.references import safe_url
 # Where a link target starts: after `](` (inline link or image) or after the `]:` of a
 # definition, with the blanks, one line break and container marks (`>` of a block quote,
 # the indent of a list item) CommonMark allows before it.
-_TARGET_START = re.compile(r"(?<!\\)\](?:\(|:)[ \t]*(?:\n[ \t>]*)?")
+_TARGET_START = re.compile(r"\](?:\(|:)[ \t]*(?:\n[ \t>]*)?")
 # What makes a character active in inline Markdown: escaping these leaves no link, image,
 # autolink or raw HTML in a line (an entity such as `&#91;` is never a structural `[`; it
 # matters only in a target, and with no bracket there is no target).
@@ -72,16 +71,14 @@ def rewrite_targets(text: str) -> str:
     return "".join(out)
 
 
-def _judges() -> Iterator[MarkdownIt]:
-    """markdown-it as renderers are configured: raw HTML passed or not, tables or not.
-    Every target is let through (`validateLink`) so that the check sees what a renderer
-    without markdown-it's own scheme filter would link."""
-    for html in (True, False):
-        for tables in (True, False):
-            md = MarkdownIt("commonmark", {"html": html, "linkify": False, "typographer": False})
-            md.enable(["strikethrough"] + (["table"] if tables else []))
-            md.validateLink = lambda url: True  # type: ignore[method-assign]
-            yield md
+def _judge(*, html: bool, tables: bool) -> MarkdownIt:
+    """markdown-it as a renderer may be configured. Every target is let through
+    (`validateLink`) so that the check sees what a renderer without markdown-it's own scheme
+    filter would link."""
+    md = MarkdownIt("commonmark", {"html": html, "linkify": False, "typographer": False})
+    md.enable(["strikethrough"] + (["table"] if tables else []))
+    md.validateLink = lambda url: True  # type: ignore[method-assign]
+    return md
 
 
 def _unsafe(token: Token) -> bool:
@@ -94,32 +91,20 @@ def unsafe_lines(text: str) -> set[int]:
     """Line numbers (from 0) of every block in which some parser finds a link to anything
     but an allowed target, an image or raw HTML."""
     lines: set[int] = set()
-    for md in _judges():
-        for token in md.parse(text):
+    html_found = False
+    # Raw HTML on, tables on and off (a `|` splits a table row before links are read). With
+    # raw HTML off the parse differs only where HTML was recognised, which is an offence
+    # already, so it is needed only when there was some.
+    judges = [(True, True), (True, False), (False, True), (False, False)]
+    for html, tables in judges:
+        if not html and not html_found:
+            break
+        for token in _judge(html=html, tables=tables).parse(text):
             offenders = [token] if _unsafe(token) else [c for c in token.children or [] if _unsafe(c)]
+            html_found = html_found or any(t.type.startswith("html_") for t in offenders)
             if offenders and token.map is not None:
                 lines.update(range(token.map[0], max(token.map[1], token.map[0] + 1)))
     return lines
-
-
-def links_in(text: str) -> list[tuple[str, str]]:
-    """(kind, target) of every link, image and raw HTML piece the parsers find: what a test
-    or a reviewer checks an export with."""
-    found: list[tuple[str, str]] = []
-
-    def walk(tokens: Iterable[Token]) -> None:
-        for token in tokens:
-            if token.type == "link_open":
-                found.append(("link", str(token.attrGet("href") or "")))
-            elif token.type == "image":
-                found.append(("image", str(token.attrGet("src") or "")))
-            elif token.type in ("html_inline", "html_block"):
-                found.append(("html", token.content))
-            walk(token.children or [])
-
-    for md in _judges():
-        walk(md.parse(text))
-    return found
 
 
 def _escape_active(line: str) -> str:
