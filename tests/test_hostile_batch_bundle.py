@@ -10,6 +10,7 @@ import os
 import resource
 import shutil
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -183,6 +184,16 @@ def test_a_fifo_in_a_bundle_directory_is_refused_not_waited_on(home: Home, bundl
     os.mkfifo(target)
     line = _one_line(*_verify(home, bundle)[:2])
     assert f"{where} is a FIFO" in line
+
+
+def test_a_device_in_a_bundle_directory_is_refused(home: Home, bundle: Path) -> None:
+    target = bundle / "sources" / "S3.txt"
+    target.unlink()
+    try:
+        os.mknod(target, stat.S_IFCHR | 0o600, os.makedev(1, 5))  # like /dev/zero: endless if read
+    except PermissionError:
+        pytest.skip("creating a device node needs CAP_MKNOD")
+    assert "sources/S3.txt is a character device" in _one_line(*_verify(home, bundle)[:2])
 
 
 def test_a_socket_in_a_bundle_directory_is_refused(home: Home, bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
