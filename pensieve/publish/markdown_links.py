@@ -10,9 +10,10 @@ be trusted to see them all. Hence two steps:
 1. `rewrite_targets`: each inline or definition target found in the text is parsed as the
    parser parses it and, when unsafe, replaced by `#` (the link text stays);
 2. `unsafe_lines`: the result is parsed by markdown-it (raw HTML on, and off when there
-   was some; tables on and off, as different renderers would) and every block still holding an unsafe link, an
-   image or raw HTML is named by its lines, which `escape_lines` then makes literal text
-   (`[`, `]` and `<` backslash-escaped), until the parser finds nothing.
+   was some; tables on and off, as different renderers would) and every block still
+   holding an unsafe link, an image or raw HTML is named by its lines, which
+   `escape_lines` then makes literal text (`[`, `]` and `<` backslash-escaped), until the
+   parser finds nothing.
 """
 
 from __future__ import annotations
