@@ -400,7 +400,8 @@ def test_instructions_in_a_result_stay_data_and_writes_outside_are_refused(home:
     assert HOSTILE in page.split(f"<<<UNTRUSTED {marker}", 1)[1].split(f"<<<END UNTRUSTED {marker}>>>", 1)[0]
     assert write.startswith("Error: '../../outside.md': '..' is not allowed")
     assert edit.startswith("Error: tool 'edit_project_file' is not available to researcher")
-    assert not any(p.name == "outside.md" for p in home.path.parent.rglob("outside.md"))
+    # Only this test's own tree: the directory above home is shared with other tests' files.
+    assert not list(home.path.rglob("outside.md")) and not (home.path.parent / "outside.md").exists()
     assert os.path.exists("/etc/passwd") and "pwned" not in Path("/etc/passwd").read_text()
 
 
