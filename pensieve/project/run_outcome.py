@@ -16,9 +16,9 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import BinaryIO, Literal, get_args
+from typing import BinaryIO, Literal, cast, get_args
 
 from pensieve.project.events import EventKind, EventLog, RunEnded
 from pensieve.project.workspace import Project, open_nofollow
@@ -50,15 +50,7 @@ class RunEnd:
     message: str | None = None  # what a run that ended well said (where the article is, or what is next)
 
     def as_json(self) -> RunEnded:
-        return RunEnded(
-            outcome=self.outcome,
-            exit_code=self.exit_code,
-            pid=self.pid,
-            error=self.error,
-            error_kind=self.error_kind,
-            failed_stage=self.failed_stage,
-            message=self.message,
-        )
+        return cast(RunEnded, asdict(self))  # the same fields, by name
 
     @classmethod
     def from_record(cls, record: object) -> RunEnd | None:

@@ -43,6 +43,14 @@ def _bookmark(number: int) -> str:
     return f"ref_{number}"
 
 
+# Markdown's emphasis tokens (on at *_open, off at *_close), by the _Style field each sets.
+_EMPHASIS = {
+    f"{tag}_{edge}": attribute
+    for tag, attribute in (("strong", "bold"), ("em", "italic"), ("s", "strike"))
+    for edge in ("open", "close")
+}
+
+
 @dataclass
 class _Style:
     bold: bool = False
@@ -145,18 +153,8 @@ class _Inline:
                 self.run(" ")
             elif kind == "hardbreak":
                 self.paragraph.add_run().add_break()
-            elif kind == "strong_open":
-                self.style.bold = True
-            elif kind == "strong_close":
-                self.style.bold = False
-            elif kind == "em_open":
-                self.style.italic = True
-            elif kind == "em_close":
-                self.style.italic = False
-            elif kind == "s_open":
-                self.style.strike = True
-            elif kind == "s_close":
-                self.style.strike = False
+            elif kind in _EMPHASIS:  # strong, em and s: on at their open token, off at the close
+                setattr(self.style, _EMPHASIS[kind], kind.endswith("_open"))
             elif kind == "link_open":
                 url = safe_link(str(child.attrGet("href") or ""), in_document=False)
                 if url is not None and self._link_element is None:
