@@ -594,6 +594,43 @@ def _build(
     return settings
 
 
+# A workspace's own configuration file, workspaces/<ws>/config.yaml, may set only these
+# sections: what a workspace's research may use (research.web false: library only) and its
+# library's limits. Models, search providers, MCP servers and queues stay in the user's own
+# file, so nothing inside a workspace can add a server or point a run at another endpoint.
+WORKSPACE_CONFIG = "config.yaml"
+WORKSPACE_SECTIONS = ("research", "library")
+
+
+def workspace_settings(settings: Settings, workspace_root: Path) -> Settings:
+    """`settings` with the workspace's config.yaml applied on top (a copy; the same object
+    when the workspace has none). A key there replaces the same key of the user's file; the
+    project's own plan (`new --no-web`) is applied after it. Raises UsageError naming the key."""
+    path = workspace_root / WORKSPACE_CONFIG
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise UsageError(f"{path}: not a regular file (a link?); a workspace's config.yaml is a YAML file or absent")
+    if not path.exists():
+        return settings
+    data = _read_yaml(path)
+    unknown = [name for name in data if name not in WORKSPACE_SECTIONS]
+    if unknown:
+        raise UsageError(
+            f"{path}: section {unknown[0]!r} cannot be set per workspace; a workspace's config.yaml sets only "
+            f"{' and '.join(WORKSPACE_SECTIONS)} (the rest belongs in your own configs/pensieve.yaml or PENSIEVE_CONFIG file)"
+        )
+    layered = settings.model_copy(deep=True)
+    for name, values in data.items():
+        if not isinstance(values, dict):
+            raise UsageError(f"{path}: {name} must be a mapping of keys, e.g. {name}: {{web: false}}")
+        part = getattr(settings, name)
+        try:
+            setattr(layered, name, type(part).model_validate({**part.model_dump(), **values}))
+        except ValidationError as exc:
+            problem = format_validation_error(exc, noun="key", limit=1)
+            raise UsageError(f"{path}: {name}: {problem}") from None
+    return layered
+
+
 def _remember_secrets(settings: Settings) -> None:
     """The variables an MCP server is given hold its credentials, whatever their names
     (GITHUB_PAT): every value is scrubbed from what Pensieve writes (pensieve.redact)."""
