@@ -37,6 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -238,6 +239,7 @@ def bench_adding(root: Path, rng: random.Random, words: list[str], pages: int, p
     with Phase() as embedded:
         report = update_index(library, get_embedder)
     total = stored.wall + embedded.wall
+    seq_length = get_embedder()._model.max_seq_length
     sample = [library.text(d) for d in library.documents()[:1]]
     doc = library.get(library.documents()[0].id)
     lengths = token_counts([sample[0][p.start : p.end] for p in passages_of(doc, sample[0])][:200])
@@ -245,7 +247,7 @@ def bench_adding(root: Path, rng: random.Random, words: list[str], pages: int, p
         f"   extract+store {stored}\n"
         f"   embed {report.passages_embedded:,} passages {embedded} = "
         f"{report.passages_embedded / max(embedded.wall, 1e-9):.1f} passages/s; tokens a passage: median "
-        f"{statistics.median(lengths):.0f}, max {max(lengths)} (the model reads {get_embedder()._model.max_seq_length})\n"
+        f"{statistics.median(lengths):.0f}, max {max(lengths)} (the model reads {seq_length})\n"
         f"   total {total:6.1f} s = {total / 60:.2f}x the 60 s target "
         f"(CPU {stored.cpu + embedded.cpu:.1f} s: {(stored.cpu + embedded.cpu) / 120:.2f}x two cores' 60 s)",
         flush=True,
@@ -286,9 +288,9 @@ def bench_search(root: Path, rng: random.Random, words: list[str], passages: int
     index = update_index(library, get_embedder).index
     tokenizer, retriever = index._bm25
     for query in fresh[1:]:
-        totals.append(_timed(lambda q=query: search(library, q, 8, get_embedder)))
-        repeated.append(_timed(lambda q=query: search(library, q, 8, get_embedder)))
-        embeds.append(_timed(lambda q=query: embedder.encode([q + " again"])))
+        totals.append(_timed(partial(search, library, query, 8, get_embedder)))
+        repeated.append(_timed(partial(search, library, query, 8, get_embedder)))
+        embeds.append(_timed(partial(embedder.encode, [query + " again"])))
 
         def score(q: str = query) -> None:
             ids = tokenizer.tokenize([q], update_vocab=False, return_as="ids", show_progress=False)[0]

@@ -294,6 +294,10 @@ class LibrarySettings(_Section):
     max_unpacked_bytes: int = Field(default=200_000_000, ge=1_000)
     # Extracted text beyond this is refused rather than cut silently.
     max_text_chars: int = Field(default=5_000_000, ge=1_000)
+    # A PDF is read by a child process: killed past this many seconds, and allowed this many
+    # MB of memory for the PDF (a crash, hang or blow-up in PDFium refuses the file only).
+    extract_timeout_s: float = Field(default=120.0, gt=0)
+    extract_memory_mb: int = Field(default=2_048, ge=64)
     # Passages search_library returns, and characters read_library_document returns per call.
     max_results: int = Field(default=8, ge=1, le=50)
     read_chars: int = Field(default=20_000, ge=1_000)
@@ -616,7 +620,8 @@ def workspace_settings(settings: Settings, workspace_root: Path) -> Settings:
     if unknown:
         raise UsageError(
             f"{path}: section {unknown[0]!r} cannot be set per workspace; a workspace's config.yaml sets only "
-            f"{' and '.join(WORKSPACE_SECTIONS)} (the rest belongs in your own configs/pensieve.yaml or PENSIEVE_CONFIG file)"
+            f"{' and '.join(WORKSPACE_SECTIONS)} (the rest belongs in your own configs/pensieve.yaml "
+            "or PENSIEVE_CONFIG file)"
         )
     layered = settings.model_copy(deep=True)
     for name, values in data.items():

@@ -59,7 +59,7 @@ def test_the_workspace_file_sits_under_the_projects_own_plan(home: Home) -> None
 )
 def test_a_bad_workspace_file_is_one_line_naming_it(home: Home, text: str, problem: str) -> None:
     path = _workspace_config(home, text)
-    with pytest.raises(UsageError, match="config.yaml") as raised:
+    with pytest.raises(UsageError, match=r"config\.yaml") as raised:
         workspace_settings(load_settings(), path.parent)
     assert problem in str(raised.value) and str(path) in str(raised.value)
     # Through the CLI: exit 2, one line, nothing created.

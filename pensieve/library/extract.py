@@ -1,9 +1,10 @@
 """Text, a page or heading map and metadata from the bytes of one document.
 
-PDF with pypdfium2 (PDFium), Word (.docx) with python-docx, HTML with trafilatura (the fetcher's own
-extractor), Markdown and plain text as they are. Why PDFium: docs/library.md (measured
-against pypdf and pdfminer.six). Every refusal is an `ExtractionError` whose message is one line saying
-what is wrong and what to do; nothing is stored for a refused file.
+PDF with pypdfium2 (PDFium, in a child process: `isolation`), Word (.docx) with python-docx,
+HTML with trafilatura (the fetcher's own extractor), Markdown and plain text as they are.
+Why PDFium: docs/library.md (measured against pypdf and pdfminer.six). Every refusal is an
+`ExtractionError` whose message is one line saying what is wrong and what to do; nothing is
+stored for a refused file.
 
 The map says where each page (PDF) or heading (the other kinds) starts in the extracted
 text, so a passage found at an offset can be cited "p. 12". Each page's text is
@@ -64,6 +65,10 @@ class Limits:
     max_pages: int = 2_000
     max_unpacked_bytes: int = 200_000_000
     max_text_chars: int = 5_000_000
+    # A PDF is read in a child process (pensieve.library.isolation) killed past this time,
+    # with at most this much memory for the PDF itself.
+    timeout_s: float = 120.0
+    memory_mb: int = 2_048
 
 
 @dataclass(frozen=True)
@@ -112,7 +117,9 @@ def extract(name: str, data: bytes, limits: Limits, media_type: str = "", url: s
     kind = kind_of(name, data, media_type)
     try:
         if kind == "pdf":
-            found = _pdf(data, limits)
+            from pensieve.library.isolation import extract_pdf
+
+            found = extract_pdf(data, limits)
         elif kind == "docx":
             found = _docx(data, limits)
         elif kind == "html":

@@ -248,7 +248,7 @@ def query_vector(query: str, embedder: Embedder) -> Vectors:
     if hit is not None and hit[0] is embedder:
         _queries.move_to_end(key)
         return hit[1]
-    vector = embedder.encode([query])[0]
+    vector: Vectors = np.ascontiguousarray(embedder.encode([query])[0], dtype=np.float32)
     _queries[key] = (embedder, vector)
     while len(_queries) > QUERY_CACHE:
         _queries.popitem(last=False)
