@@ -2,7 +2,7 @@
 
 PDFium is C++: a hostile PDF that makes it crash (a segfault, an abort) or loop would end
 or hang the whole CLI, a batch worker or the studio, with no word about which file did it.
-So a PDF is read by a child Python process (`python -m pensieve.library.isolation`) that
+So a PDF is read by a child Python process (`python -m pensieve.library.extract`) that
 first limits its own address space (RLIMIT_AS, `library.extract_memory_mb`) and CPU time
 (RLIMIT_CPU), and is killed at `library.extract_timeout_s`. Whatever happens to it becomes
 the one-line `ExtractionError` that refuses the file: nothing is stored.
@@ -17,14 +17,14 @@ import json
 import signal
 import subprocess
 import sys
-from dataclasses import asdict
 from typing import Any
 
-from pensieve.library.extract import Extracted, ExtractionError, Limits
+from pensieve.library.extracted import Extracted, ExtractionError, Limits
 
 # The child's own startup (Python, pypdfium2: a VmPeak of 27 MB) fits in this address space; the limit
 # given is on top of it, so `extract_memory_mb` is what the PDF itself may take.
 _BASE_ADDRESS_SPACE_MB = 160
+
 # Past the wall-clock timeout the child is killed; RLIMIT_CPU is the backstop should the
 # parent itself be stopped.
 _CPU_GRACE_S = 5
@@ -36,13 +36,14 @@ def extract_pdf(data: bytes, limits: Limits, command: list[str] | None = None) -
     argv = command or [
         sys.executable,
         "-m",
-        "pensieve.library.isolation",
+        "pensieve.library.extract",
         json.dumps(
             {
                 "max_pages": limits.max_pages,
                 "max_text_chars": limits.max_text_chars,
                 "max_unpacked_bytes": limits.max_unpacked_bytes,
                 "memory_mb": limits.memory_mb,
+                "address_space_mb": _BASE_ADDRESS_SPACE_MB + limits.memory_mb,
                 "cpu_s": int(limits.timeout_s) + _CPU_GRACE_S,
             }
         ),
@@ -116,41 +117,3 @@ def _extracted(data: dict[str, Any]) -> Extracted:
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ExtractionError(f"could not be read: the PDF reader's answer was malformed ({exc})") from None
-
-
-def _child(argv: list[str]) -> int:
-    """The child: limit itself, read the PDF from stdin, answer one JSON line."""
-    import resource
-
-    options = json.loads(argv[0])
-    address_space = (_BASE_ADDRESS_SPACE_MB + int(options["memory_mb"])) * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
-    resource.setrlimit(resource.RLIMIT_CPU, (int(options["cpu_s"]), int(options["cpu_s"]) + 1))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash leaves no core file behind
-    from pensieve.library.extract import _pdf
-
-    data = sys.stdin.buffer.read()
-    limits = Limits(
-        max_pages=int(options["max_pages"]),
-        max_unpacked_bytes=int(options["max_unpacked_bytes"]),
-        max_text_chars=int(options["max_text_chars"]),
-    )
-    try:
-        found = _pdf(data, limits)
-        answer: dict[str, Any] = {"ok": asdict(found)}
-    except ExtractionError as exc:
-        answer = {"error": str(exc)}
-    except RecursionError:
-        answer = {"error": "is nested too deeply to be read (a damaged or hostile file); not added"}
-    except MemoryError:
-        answer = {
-            "error": f"needs more than library.extract_memory_mb ({options['memory_mb']:,} MB) to be read; "
-            "not added, or raise the limit"
-        }
-    sys.stdout.write(json.dumps(answer, ensure_ascii=False))
-    sys.stdout.flush()
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_child(sys.argv[1:]))
