@@ -21,6 +21,7 @@ import contextlib
 import io
 import json
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -163,6 +164,7 @@ _current: dict[Path, tuple[FileIdentity, FileIdentity]] = {}
 # The last queries' vectors, per embedder: an agent often searches the same words again.
 QUERY_CACHE = 256
 _queries: OrderedDict[tuple[int, str], tuple[Embedder, Vectors]] = OrderedDict()
+_queries_lock = threading.Lock()
 
 _identity = file_identity
 
@@ -244,14 +246,16 @@ def _remember_current(path: Path, catalog_identity: FileIdentity | None) -> None
 def query_vector(query: str, embedder: Embedder) -> Vectors:
     """The query's unit vector, from the cache of the last QUERY_CACHE queries when there."""
     key = (id(embedder), query)
-    hit = _queries.get(key)
-    if hit is not None and hit[0] is embedder:
-        _queries.move_to_end(key)
-        return hit[1]
+    with _queries_lock:  # the studio and the tools search from several threads
+        hit = _queries.get(key)
+        if hit is not None and hit[0] is embedder:
+            _queries.move_to_end(key)
+            return hit[1]
     vector: Vectors = np.ascontiguousarray(embedder.encode([query])[0], dtype=np.float32)
-    _queries[key] = (embedder, vector)
-    while len(_queries) > QUERY_CACHE:
-        _queries.popitem(last=False)
+    with _queries_lock:
+        _queries[key] = (embedder, vector)
+        while len(_queries) > QUERY_CACHE:
+            _queries.popitem(last=False)
     return vector
 
 
