@@ -294,6 +294,10 @@ class LibrarySettings(_Section):
     max_unpacked_bytes: int = Field(default=200_000_000, ge=1_000)
     # Extracted text beyond this is refused rather than cut silently.
     max_text_chars: int = Field(default=5_000_000, ge=1_000)
+    # A PDF is read by a child process: killed past this many seconds, and allowed this many
+    # MB of memory for the PDF (a crash, hang or blow-up in PDFium refuses the file only).
+    extract_timeout_s: float = Field(default=120.0, gt=0)
+    extract_memory_mb: int = Field(default=2_048, ge=64)
     # Passages search_library returns, and characters read_library_document returns per call.
     max_results: int = Field(default=8, ge=1, le=50)
     read_chars: int = Field(default=20_000, ge=1_000)
@@ -592,6 +596,44 @@ def _build(
         raise UsageError(f"{source}: {search_problem}")
     _remember_secrets(settings)
     return settings
+
+
+# A workspace's own configuration file, workspaces/<ws>/config.yaml, may set only these
+# sections: what a workspace's research may use (research.web false: library only) and its
+# library's limits. Models, search providers, MCP servers and queues stay in the user's own
+# file, so nothing inside a workspace can add a server or point a run at another endpoint.
+WORKSPACE_CONFIG = "config.yaml"
+WORKSPACE_SECTIONS = ("research", "library")
+
+
+def workspace_settings(settings: Settings, workspace_root: Path) -> Settings:
+    """`settings` with the workspace's config.yaml applied on top (a copy; the same object
+    when the workspace has none). A key there replaces the same key of the user's file; the
+    project's own plan (`new --no-web`) is applied after it. Raises UsageError naming the key."""
+    path = workspace_root / WORKSPACE_CONFIG
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise UsageError(f"{path}: not a regular file (a link?); a workspace's config.yaml is a YAML file or absent")
+    if not path.exists():
+        return settings
+    data = _read_yaml(path)
+    unknown = [name for name in data if name not in WORKSPACE_SECTIONS]
+    if unknown:
+        raise UsageError(
+            f"{path}: section {unknown[0]!r} cannot be set per workspace; a workspace's config.yaml sets only "
+            f"{' and '.join(WORKSPACE_SECTIONS)} (the rest belongs in your own configs/pensieve.yaml "
+            "or PENSIEVE_CONFIG file)"
+        )
+    layered = settings.model_copy(deep=True)
+    for name, values in data.items():
+        if not isinstance(values, dict):
+            raise UsageError(f"{path}: {name} must be a mapping of keys, e.g. {name}: {{web: false}}")
+        part = getattr(settings, name)
+        try:
+            setattr(layered, name, type(part).model_validate({**part.model_dump(), **values}))
+        except ValidationError as exc:
+            problem = format_validation_error(exc, noun="key", limit=1)
+            raise UsageError(f"{path}: {name}: {problem}") from None
+    return layered
 
 
 def _remember_secrets(settings: Settings) -> None:

@@ -138,3 +138,33 @@ def zip_bomb_docx(path: Path, unpacked_bytes: int) -> Path:
             for _ in range(unpacked_bytes // len(chunk)):
                 handle.write(chunk)
     return path
+
+
+def deflate_bomb_pdf_bytes(unpacked: int) -> bytes:
+    """A one-page PDF whose content stream is a few hundred KB compressed and `unpacked`
+    bytes once inflated (a decompression bomb for the PDF reader)."""
+    import zlib
+
+    packer = zlib.compressobj(1)
+    chunk = b" " * (1 << 20)
+    parts = [packer.compress(b"BT /F1 12 Tf 72 720 Td (Bomb) Tj ET\n")]
+    parts += [packer.compress(chunk) for _ in range(unpacked >> 20)]
+    stream = b"".join(parts) + packer.flush()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -226,3 +229,47 @@ def test_a_url_is_fetched_once_through_the_safe_fetch(home: Home, site: FakeSite
     before = len(site.paths())
     guarded = home.run("library", "add", site.url("/second"))
     assert guarded.exit_code == 1 and len(site.paths()) == before
+
+
+class _Counting:
+    """The real model, counting the texts it is asked to embed."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def encode(self, texts: list[str]) -> Any:
+        self.texts.extend(texts)
+        return get_embedder().encode(texts)
+
+
+@pytest.mark.slow
+def test_a_warm_search_sees_another_process_change_the_library(home: Home, tmp_path: Path) -> None:
+    from pensieve.library.index import search
+
+    write_docx(tmp_path / "baking.docx", BAKING, title="Bread notes")
+    assert home.run("library", "add", str(_raft_pdf(tmp_path)), str(tmp_path / "baking.docx")).exit_code == 0
+    library = _library(home)
+    counting = _Counting()
+    first = search(library, "sourdough starter culture", 5, lambda: counting)
+    assert any(h.doc.title == "Bread notes" for h in first)
+    # The same words again: the query's vector is not computed twice (the catalog, the index
+    # and BM25 are kept too while their files are unchanged).
+    again = search(library, "sourdough starter culture", 5, lambda: counting)
+    assert [(h.doc.id, h.passage) for h in again] == [(h.doc.id, h.passage) for h in first]
+    assert counting.texts == ["sourdough starter culture"]
+    # Another process removes a document: this process's next search must not return it.
+    bread = next(d for d in library.documents() if d.title == "Bread notes")
+    env = {**os.environ, "PENSIEVE_HOME": str(home.path)}
+    removed = subprocess.run(
+        [sys.executable, "-m", "pensieve", "library", "remove", bread.id],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert removed.returncode == 0, removed.stderr
+    after = search(library, "sourdough starter culture", 5, lambda: counting)
+    assert all(h.doc.id != bread.id for h in after)
+    assert bread.id not in load_index(index_path(library)).docs  # and the index dropped it
+    assert all(d.id != bread.id for d in library.documents())

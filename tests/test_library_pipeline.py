@@ -146,7 +146,7 @@ def test_a_source_that_cannot_be_added_creates_no_project(home: Home, tmp_path: 
     )
 
 
-@pytest.mark.parametrize("how", ["flag", "config"])
+@pytest.mark.parametrize("how", ["flag", "config", "workspace"])
 def test_library_only_research_offers_no_web_tool_and_the_site_sees_nothing(
     web_home: Home, site: FakeSite, how: str
 ) -> None:
@@ -154,6 +154,9 @@ def test_library_only_research_offers_no_web_tool_and_the_site_sees_nothing(
     if how == "config":
         web_home.configure(research={"web": False})
         pid = web_home.new("How Raft elects a leader")
+    elif how == "workspace":  # the user's file leaves the web on; this workspace's own file turns it off
+        pid = web_home.new("How Raft elects a leader")
+        (web_home.path / "workspaces" / "default" / "config.yaml").write_text("research:\n  web: false\n")
     else:
         pid = web_home.new("How Raft elects a leader", "--no-web")
     # A model that asks for the web anyway is refused by the dispatcher.

@@ -103,6 +103,34 @@ def test_without_web_search_no_stage_is_asked_to_cite(project: Project) -> None:
     assert "| 1 | HNSW builds a layered graph | | uncited | - |" in fact_check
 
 
+def test_the_library_tools_are_in_the_prompts_when_offered_with_documents(project: Project) -> None:
+    from pensieve.library.extract import Limits
+    from pensieve.library.store import Library
+
+    settings = settings_with_search(False)  # library only: no web search
+    marker = {"researcher": "The writer's own library", "fact_checker": "A source from the writer's library"}
+    for stage, text in marker.items():
+        assert text not in system_prompt(agent_run(project, stage, settings, {})), stage  # the library is empty
+    Library(project.workspace).add_bytes("raft.md", b"# Raft\n\nFollowers start elections.\n", Limits())
+    researcher = system_prompt(agent_run(project, "researcher", settings, {}))
+    assert marker["researcher"] in researcher and "read_library_document (the id" in researcher
+    # The library is a source: the researcher cites, and is not told to write "(unsourced)".
+    assert "Cite every finding by the id of the page or document" in researcher
+    assert '"(unsourced)"' not in researcher
+    archive_a_page(project)  # the fact checker checks what the research archived
+    fact_checker = system_prompt(agent_run(project, "fact_checker", settings, {}))
+    assert marker["fact_checker"] in fact_checker and "search_library finds the passage" in fact_checker
+    # Not offered (a deny profile, a stage without them): not mentioned.
+    for stage, text in marker.items():
+        row = BY_NAME[stage]
+        names = tuple(n for n in row.tools if n not in ("search_library", "read_library_document"))
+        ctx = ToolContext(project, row, settings, EventLog(project.events_path), {})
+        tools, missing = offered_tools(names, settings, {})
+        client = StageModelClient(stage, "openai/x", settings, ctx.events, print, lambda: None)
+        run = AgentRun(ctx, tools, missing, client, Finisher.for_stage(ctx, tools, staged_artifact(project, row)))
+        assert text not in system_prompt(run) and "search_library" not in system_prompt(run), stage
+
+
 def test_prompts_state_only_what_applies_to_the_stage(project: Project) -> None:
     """Seen by hand: every prompt said "Tools you do not have: - none", the refiner got the
     rule about citing [S3], the scope was chosen blind to the research budget."""

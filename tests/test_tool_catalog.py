@@ -91,9 +91,16 @@ def test_default_caps_agree_with_the_default_round_budget() -> None:
 
     settings = Settings()
     rounds = settings.llm.max_rounds
-    gathering = {"web_search", "fetch_url", "search_topics"}
+    # The web's tools and the library's each fit, with topic memory, before the file is due
+    # (a library-only run, research.web false, has only the second; a run with both is
+    # told both caps and the round its file is due, and plans across them).
+    web = {"web_search", "fetch_url", "search_topics"}
+    library = {"search_library", "read_library_document", "search_topics"}
     for stage in STAGES:
-        spent = sum(settings.limits[name] for name in stage.tools if name in gathering)
-        assert spent <= _write_by_round(rounds), (stage.name, spent)
+        for gathering in (web, library):
+            spent = sum(settings.limits[name] for name in stage.tools if name in gathering)
+            assert spent <= _write_by_round(rounds), (stage.name, sorted(gathering), spent)
         for name in stage.tools:
             assert settings.limits[name] <= rounds - 2, (stage.name, name)
+    for name in ("researcher", "fact_checker"):  # the stages offered the library
+        assert {"search_library", "read_library_document"} <= set(BY_NAME[name].tools), name

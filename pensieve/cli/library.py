@@ -62,7 +62,7 @@ def library_add(
     """
 
     def action() -> list[Outcome]:
-        from pensieve.config import load_settings
+        from pensieve.config import load_settings, workspace_settings
         from pensieve.library.adding import add_anything
         from pensieve.library.store import Library, parse_tags
 
@@ -70,8 +70,9 @@ def library_add(
             check_text(item, "a path or URL")
         check_text(tags, "--tags")
         chosen = parse_tags(tags)
-        settings = load_settings()
-        return add_anything(Library(workspace_of(workspace)), items, settings, chosen)
+        ws = workspace_of(workspace)
+        settings = workspace_settings(load_settings(), ws.root)
+        return add_anything(Library(ws), items, settings, chosen)
 
     outcomes = guarded(action)
     added = [o for o in outcomes if o.document is not None]
@@ -187,7 +188,7 @@ def library_search(
     """
 
     def action() -> list[Hit]:
-        from pensieve.config import load_settings
+        from pensieve.config import load_settings, workspace_settings
         from pensieve.library.index import clean_query, search
         from pensieve.library.store import Library
         from pensieve.topics.embedder import get_embedder
@@ -195,8 +196,9 @@ def library_search(
         clean_query(check_text(query, "the query") or "")
         if k is not None and k < 1:
             raise UsageError(f"--k must be at least 1, not {k}")
-        settings = load_settings()
-        return search(Library(workspace_of(workspace)), query, k or settings.library.max_results, get_embedder)
+        ws = workspace_of(workspace)
+        settings = workspace_settings(load_settings(), ws.root)
+        return search(Library(ws), query, k or settings.library.max_results, get_embedder)
 
     hits = guarded(action)
     if as_json:

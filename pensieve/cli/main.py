@@ -118,12 +118,13 @@ def new(
     """
 
     def action() -> str:
-        from pensieve.config import load_settings
+        from pensieve.config import load_settings, workspace_settings
         from pensieve.project.listing import new_project
 
         settings = load_settings()  # a broken config is reported now, before anything is created
         text = _read_brief(check_text(brief, "the brief"), file)
         ws = workspace_of(workspace)
+        settings = workspace_settings(settings, ws.root)  # its library limits; broken: nothing created
         reading: list[str] = []
         if source:
             from pensieve.library.adding import add_anything

@@ -3,6 +3,8 @@ fetched once by URL), searched and cited by the agents like the web.
 
 - `extract`: text, a page or heading map and metadata from a file's bytes (pypdf,
   python-docx, trafilatura), with the limits of `library.*`; a refusal is one line.
+- `isolation`: a PDF read by a child process with memory, CPU and time limits, so a
+  crash or a hang in PDFium refuses the file instead of ending the command.
 - `store`: `workspaces/<ws>/library/`, one directory per document named by its content
   hash, written whole or not at all, and its catalog.
 - `chunks`: passages of a document with the page each starts on.
@@ -15,4 +17,4 @@ Importing this package stays cheap: pypdf, python-docx, bm25s and the model are 
 by the functions that need them.
 """
 
-__all__ = ["adding", "extract", "index", "sources", "store"]
+__all__ = ["adding", "extract", "index", "isolation", "sources", "store"]

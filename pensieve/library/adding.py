@@ -58,7 +58,13 @@ def is_url(text: str) -> bool:
 
 def limits_of(settings: Settings) -> Limits:
     lib = settings.library
-    return Limits(max_pages=lib.max_pages, max_unpacked_bytes=lib.max_unpacked_bytes, max_text_chars=lib.max_text_chars)
+    return Limits(
+        max_pages=lib.max_pages,
+        max_unpacked_bytes=lib.max_unpacked_bytes,
+        max_text_chars=lib.max_text_chars,
+        timeout_s=lib.extract_timeout_s,
+        memory_mb=lib.extract_memory_mb,
+    )
 
 
 def _kind_of_entry(mode: int) -> str:

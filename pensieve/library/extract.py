@@ -1,9 +1,10 @@
 """Text, a page or heading map and metadata from the bytes of one document.
 
-PDF with pypdfium2 (PDFium), Word (.docx) with python-docx, HTML with trafilatura (the fetcher's own
-extractor), Markdown and plain text as they are. Why PDFium: docs/library.md (measured
-against pypdf and pdfminer.six). Every refusal is an `ExtractionError` whose message is one line saying
-what is wrong and what to do; nothing is stored for a refused file.
+PDF with pypdfium2 (PDFium, in a child process: `isolation`), Word (.docx) with python-docx,
+HTML with trafilatura (the fetcher's own extractor), Markdown and plain text as they are.
+Why PDFium: docs/library.md (measured against pypdf and pdfminer.six). Every refusal is an
+`ExtractionError` whose message is one line saying what is wrong and what to do; nothing is
+stored for a refused file.
 
 The map says where each page (PDF) or heading (the other kinds) starts in the extracted
 text, so a passage found at an offset can be cited "p. 12". Each page's text is
@@ -14,18 +15,23 @@ collapsed) before the offsets are taken, so the offsets hold for the stored text
 from __future__ import annotations
 
 import io
+import json
 import re
+import sys
 import threading
 import zipfile
-from dataclasses import dataclass
+from dataclasses import asdict
 from datetime import date, datetime
 from pathlib import PurePath
-from typing import Any, Literal
+from typing import Any
 
+from pensieve.library.extracted import Extracted as Extracted
+from pensieve.library.extracted import ExtractionError as ExtractionError
+from pensieve.library.extracted import Kind as Kind
+from pensieve.library.extracted import Limits as Limits
 from pensieve.untrusted import sanitize
 from pensieve.web.identifiers import normalize_doi, year_of
 
-Kind = Literal["pdf", "docx", "html", "markdown", "text"]
 KINDS: tuple[Kind, ...] = ("pdf", "docx", "html", "markdown", "text")
 SUFFIXES: dict[str, Kind] = {
     ".pdf": "pdf",
@@ -51,33 +57,6 @@ _ISBN_IN_TEXT = re.compile(r"\bISBN(?:-1[03])?:?\s*((?:97[89][-\s]?)?(?:\d[-\s]?
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
 # Metadata is looked for on the first page (or the first few thousand characters).
 _FIRST_PAGE_CHARS = 4_000
-
-
-class ExtractionError(ValueError):
-    """A file that cannot be added: the message is the one-line reason."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The `library.*` limits that bound extraction."""
-
-    max_pages: int = 2_000
-    max_unpacked_bytes: int = 200_000_000
-    max_text_chars: int = 5_000_000
-
-
-@dataclass(frozen=True)
-class Extracted:
-    kind: Kind
-    text: str
-    # (offset in text, label): where each page ("12", "iv") or heading starts, in order.
-    marks: tuple[tuple[int, str], ...]
-    mark_kind: Literal["page", "heading", ""]
-    title: str = ""
-    authors: tuple[str, ...] = ()
-    published: str = ""  # ISO date or its prefix
-    doi: str = ""
-    isbn: str = ""
 
 
 def kind_of(name: str, data: bytes, media_type: str = "") -> Kind:
@@ -112,7 +91,9 @@ def extract(name: str, data: bytes, limits: Limits, media_type: str = "", url: s
     kind = kind_of(name, data, media_type)
     try:
         if kind == "pdf":
-            found = _pdf(data, limits)
+            from pensieve.library.isolation import extract_pdf
+
+            found = extract_pdf(data, limits)
         elif kind == "docx":
             found = _docx(data, limits)
         elif kind == "html":
@@ -393,3 +374,40 @@ def _plain(kind: Kind, data: bytes) -> Extracted:
             marks[0][1] if marks else _clean_meta(next((line for line in text.splitlines() if line.strip()), ""), 120)
         )
     return Extracted(kind, text, marks, "heading" if marks else "", title=title)
+
+
+def pdf_child(argv: list[str]) -> int:
+    """`python -m pensieve.library.extract OPTIONS`: the PDF reader's child process
+    (pensieve.library.isolation): limit itself, read the PDF from stdin, answer one JSON line."""
+    import resource
+
+    options = json.loads(argv[0])
+    address_space = int(options["address_space_mb"]) * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+    resource.setrlimit(resource.RLIMIT_CPU, (int(options["cpu_s"]), int(options["cpu_s"]) + 1))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash leaves no core file behind
+    data = sys.stdin.buffer.read()
+    limits = Limits(
+        max_pages=int(options["max_pages"]),
+        max_unpacked_bytes=int(options["max_unpacked_bytes"]),
+        max_text_chars=int(options["max_text_chars"]),
+    )
+    try:
+        found = _pdf(data, limits)
+        answer: dict[str, Any] = {"ok": asdict(found)}
+    except ExtractionError as exc:
+        answer = {"error": str(exc)}
+    except RecursionError:
+        answer = {"error": "is nested too deeply to be read (a damaged or hostile file); not added"}
+    except MemoryError:
+        answer = {
+            "error": f"needs more than library.extract_memory_mb ({options['memory_mb']:,} MB) to be read; "
+            "not added, or raise the limit"
+        }
+    sys.stdout.write(json.dumps(answer, ensure_ascii=False))
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(pdf_child(sys.argv[1:]))

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,8 +30,10 @@ import numpy as np
 import numpy.typing as npt
 
 from pensieve.errors import UsageError
-from pensieve.library.store import Document, Library, LibraryBusy
-from pensieve.project.index_file import IndexCache, pack, unpack, update_lock
+from pensieve.library.store import CATALOG_FILE, Document, Library, LibraryBusy
+from pensieve.project.index_file import Identity as FileIdentity
+from pensieve.project.index_file import file_identity, pack, unpack, update_lock
+from pensieve.project.workspace import atomic_write_bytes
 from pensieve.topics.embedder import DIMENSION, MODEL_NAME, WEIGHTS_SHA256, Embedder
 
 INDEX_DIR = ".index"
@@ -142,36 +146,54 @@ def _index_lock(library: Library, timeout_s: float = 600.0) -> contextlib.Abstra
     return update_lock(path, busy, timeout_s)
 
 
-_cache: IndexCache[LibraryIndex] = IndexCache()
+# The index this process last read or wrote, per path, with the file's identity then.
+_cache: dict[Path, tuple[FileIdentity, LibraryIndex]] = {}
+# Per index path: the (index, catalog) identities when the index last matched the catalog.
+# While neither file changed, a search needs no lock and no comparison (bench_library.py).
+_current: dict[Path, tuple[FileIdentity, FileIdentity]] = {}
+# The last queries' vectors, per embedder: an agent often searches the same words again.
+QUERY_CACHE = 256
+_queries: OrderedDict[tuple[int, str], tuple[Embedder, Vectors]] = OrderedDict()
+_queries_lock = threading.Lock()
+
+_identity = file_identity
 
 
 def load_index(path: Path) -> LibraryIndex:
     """The stored index; an empty one if there is none or it is unusable (it is rebuilt)."""
-    identity, cached = _cache.lookup(path)
+    identity = _identity(path)
     if identity is None:
         return LibraryIndex.empty()
-    if cached is not None:
-        return cached
+    cached = _cache.get(path)
+    if cached and cached[0] == identity:
+        return cached[1]
     try:
         index = LibraryIndex.from_file(path)
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return LibraryIndex.empty()
     if index.embedding_id != EMBEDDING_ID:
         return LibraryIndex.empty()
-    _cache.keep(path, identity, index)
+    _cache[path] = (identity, index)
     return index
 
 
 def update_index(library: Library, embedder: Callable[[], Embedder]) -> UpdateReport:
     """Bring the index up to date with the catalog; `embedder` is called only if needed."""
     path = index_path(library)
+    catalog = library.root / CATALOG_FILE
+    known = _current.get(path)
+    cached = _cache.get(path)
+    if known and cached and known == (_identity(path), _identity(catalog)) and cached[0] == known[0]:
+        return UpdateReport(cached[1])
     with _index_lock(library):
+        catalog_identity = _identity(catalog)
         old = load_index(path)
         docs = {d.id: d for d in library.documents()}
         have = set(old.docs)
         report = UpdateReport(old, removed=sorted(have - set(docs)))
         missing = [d for d in docs.values() if d.id not in have]
         if not missing and not report.removed:
+            _remember_current(path, catalog_identity)
             return report
         keep = np.asarray([p.doc in docs for p in old.passages], dtype=bool)
         passages = [p for p, kept in zip(old.passages, keep, strict=True) if kept]
@@ -191,10 +213,40 @@ def update_index(library: Library, embedder: Callable[[], Embedder]) -> UpdateRe
             blocks.append(embedder().encode(texts))
         vectors = np.concatenate(blocks) if blocks else np.zeros((0, DIMENSION), dtype=np.float32)
         index = LibraryIndex(order, passages + new_passages, np.ascontiguousarray(vectors, dtype=np.float32))
-        _cache.save(path, index.to_bytes(), index)
+        atomic_write_bytes(path, index.to_bytes())
+        identity = _identity(path)
+        if identity is not None:
+            _cache[path] = (identity, index)
+        _remember_current(path, catalog_identity)
         report.index = index
         report.passages_embedded = len(texts)
         return report
+
+
+def _remember_current(path: Path, catalog_identity: FileIdentity | None) -> None:
+    """Record that the index at `path` matches the catalog as it was when read under the lock."""
+    identity = _identity(path)
+    cached = _cache.get(path)
+    if identity is None or catalog_identity is None or cached is None or cached[0] != identity:
+        _current.pop(path, None)
+        return
+    _current[path] = (identity, catalog_identity)
+
+
+def query_vector(query: str, embedder: Embedder) -> Vectors:
+    """The query's unit vector, from the cache of the last QUERY_CACHE queries when there."""
+    key = (id(embedder), query)
+    with _queries_lock:  # the studio and the tools search from several threads
+        hit = _queries.get(key)
+        if hit is not None and hit[0] is embedder:
+            _queries.move_to_end(key)
+            return hit[1]
+    vector: Vectors = np.ascontiguousarray(embedder.encode([query])[0], dtype=np.float32)
+    with _queries_lock:
+        _queries[key] = (embedder, vector)
+        while len(_queries) > QUERY_CACHE:
+            _queries.popitem(last=False)
+    return vector
 
 
 def clean_query(query: str) -> str:
@@ -263,7 +315,7 @@ def search(
         bm25_scores = np.asarray(retriever.get_scores(list(query_ids)), dtype=np.float32)
     else:
         bm25_scores = np.zeros(len(index.passages), dtype=np.float32)
-    cosine = index.vectors @ embedder().encode([query])[0]
+    cosine = index.vectors @ query_vector(query, embedder())
     by_bm25 = _ranks(bm25_scores, 0.0, CANDIDATES)
     by_vector = _ranks(cosine.astype(np.float32), MIN_COSINE, CANDIDATES)
     fused: dict[int, float] = {}

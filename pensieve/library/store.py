@@ -28,6 +28,8 @@ from pensieve.clock import now_iso
 from pensieve.errors import Busy, CorruptState, UsageError
 from pensieve.hashing import sha256_of_bytes
 from pensieve.library.extract import Extracted, ExtractionError, Limits, extract
+from pensieve.project.index_file import Identity as FileIdentity
+from pensieve.project.index_file import file_identity
 from pensieve.project.source_archive import label_at
 from pensieve.project.workspace import (
     TMP_PREFIX,
@@ -52,6 +54,11 @@ FORMAT_VERSION = 1
 LOCK_TIMEOUT_S = 120.0
 # document.json is metadata and a map of at most library.max_pages entries.
 MAX_META_BYTES = 20_000_000
+
+
+# The catalog this process last parsed, per path, with the file's identity then: a search
+# reads it twice, and parsing 100 documents' entries cost ~10 ms a time (bench_library.py).
+_catalogs: dict[Path, tuple[FileIdentity, tuple[Document, ...]]] = {}
 
 
 class LibraryBusy(Busy):
@@ -172,6 +179,10 @@ class Library:
     def documents(self) -> list[Document]:
         """Every document, oldest first; the catalog is rebuilt from docs/ when unreadable."""
         path = self.root / CATALOG_FILE
+        identity = file_identity(path)
+        cached = _catalogs.get(path)
+        if identity is not None and cached is not None and cached[0] == identity:
+            return list(cached[1])
         try:
             data = json.loads(read_file_nofollow(path, max_size=MAX_META_BYTES).decode("utf-8"))
             docs = [_document(item) for item in data["documents"]]
@@ -179,6 +190,8 @@ class Library:
             return self._scan() if self.docs_dir.is_dir() else []
         except (OSError, ValueError, KeyError, TypeError, RecursionError):
             return self._scan()
+        if identity is not None:
+            _catalogs[path] = (identity, tuple(docs))
         return docs
 
     def _scan(self) -> list[Document]:
@@ -275,6 +288,7 @@ class Library:
                 remove_tree(staging)
 
     def _write_catalog(self, docs: list[Document]) -> None:
+        _catalogs.pop(self.root / CATALOG_FILE, None)
         body = {"version": FORMAT_VERSION, "documents": [d.summary() for d in docs]}
         atomic_write_text(self.root / CATALOG_FILE, json.dumps(body, indent=1, ensure_ascii=False) + "\n")
 

@@ -3,7 +3,7 @@
 The topic index and the library index are each one `.npz` file under an `.index/`
 directory (the vectors and a JSON manifest, so a reader never sees the vectors of one update
 with the manifest of another), replaced atomically while a lock is held. A process that searches again finds the file
-unchanged (same inode, size and modification time) and reuses what it parsed last time.
+unchanged (same inode, size, modification and change times) and reuses what it parsed last time.
 """
 
 from __future__ import annotations
@@ -22,16 +22,16 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 T = TypeVar("T")
-Identity = tuple[int, int, int]  # (inode, size, mtime_ns): a replaced or rewritten file differs
+Identity = tuple[int, int, int, int]  # (inode, size, mtime_ns, ctime_ns)
 
 
 def file_identity(path: Path) -> Identity | None:
-    """The file's identity now; None when there is no file."""
+    """What changes when a file is replaced or rewritten; None when there is no file."""
     try:
         st = path.stat()
     except FileNotFoundError:
         return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 @contextlib.contextmanager

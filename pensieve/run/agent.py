@@ -91,6 +91,7 @@ def has_sources(run: AgentRun) -> bool:
     """Whether this stage can cite sources: pages are archived, or it comes before the
     research is done and web search is configured (the Researcher will fetch them).
 
+    The workspace library counts as sources when its tools are offered and it has documents.
     Without sources no stage is asked to cite: the prompts switch to their unsourced
     instructions (`{{#if sourced}}`), so a model never invents ids for pages nobody fetched.
     """
@@ -102,7 +103,17 @@ def has_sources(run: AgentRun) -> bool:
     if Artifact.RESEARCH_NOTES in ctx.stage.reads:
         return False  # the research is done and fetched nothing
     search, _missing = offered_tools(("web_search",), ctx.settings, ctx.environ)
-    return bool(search)
+    return bool(search) or _library_offered(run)
+
+
+def _library_offered(run: AgentRun) -> bool:
+    """search_library is offered and the workspace's library has documents to cite (reading
+    one archives it as a source, so a library-only run cites like a web one)."""
+    if not any(t.name == "search_library" for t in run.tools):
+        return False
+    from pensieve.library.store import Library
+
+    return bool(Library(run.ctx.project.workspace).documents())
 
 
 def academic_configured(settings: Settings) -> bool:
@@ -166,6 +177,7 @@ def system_prompt(run: AgentRun) -> str:
         "web_search": "web_search" in names,
         "academic_search": "web_search" in names and academic_configured(settings),
         "topic_memory": "search_topics" in names,
+        "library": _library_offered(run),
         "research_budget": budget,
         "has_research_budget": bool(budget),
     }

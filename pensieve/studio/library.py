@@ -60,12 +60,12 @@ def documents_json(workspace: Workspace) -> dict[str, Any]:
 
 
 def search_json(workspace: Workspace, query: str) -> dict[str, Any]:
-    from pensieve.config import load_settings
+    from pensieve.config import load_settings, workspace_settings
     from pensieve.library.index import search
     from pensieve.library.store import Library
     from pensieve.topics.embedder import get_embedder
 
-    settings = load_settings()
+    settings = workspace_settings(load_settings(), workspace.root)
     try:
         hits = search(Library(workspace), query, settings.library.max_results, get_embedder)
     except UsageError as exc:
@@ -106,7 +106,7 @@ async def library_api(request: Request) -> Response:
 
 async def upload(request: Request) -> Response:
     """The file's bytes as the body; its name in ?name= (a name only, never a path)."""
-    from pensieve.config import load_settings
+    from pensieve.config import load_settings, workspace_settings
     from pensieve.library.adding import Outcome, limits_of
     from pensieve.library.extract import ExtractionError
     from pensieve.library.store import Library, parse_tags
@@ -122,7 +122,7 @@ async def upload(request: Request) -> Response:
     data = await request.body()
     if not data:
         raise BadRequest("the body is empty: send the file's bytes")
-    settings = load_settings()
+    settings = workspace_settings(load_settings(), workspace.root)
     if len(data) > settings.library.max_file_bytes:
         raise BadRequest(f"{name}: larger than library.max_file_bytes ({settings.library.max_file_bytes:,})")
 
@@ -138,7 +138,7 @@ async def upload(request: Request) -> Response:
 
 
 async def add_url(request: Request) -> Response:
-    from pensieve.config import load_settings
+    from pensieve.config import load_settings, workspace_settings
     from pensieve.library.adding import fetch_document, is_url
     from pensieve.library.store import Library
 
@@ -147,7 +147,7 @@ async def add_url(request: Request) -> Response:
     url = body.get("url")
     if not isinstance(url, str) or not is_url(url):
         raise BadRequest('"url" must be an http or https URL')
-    outcome = await fetch_document(Library(workspace), url.strip(), load_settings())
+    outcome = await fetch_document(Library(workspace), url.strip(), workspace_settings(load_settings(), workspace.root))
     result = _added(outcome)
     await asyncio.to_thread(_index, workspace)
     return JSONResponse(result, status_code=201)
