@@ -38,7 +38,7 @@ from pensieve.run.commit import (
     staged_artifact,
 )
 from pensieve.run.finishing import ContractFailed, Finisher, unfence
-from pensieve.run.preflight import RunOptions, preflight, preflight_warnings, select_stages
+from pensieve.run.preflight import RunOptions, preflight, preflight_warnings, project_settings, select_stages
 from pensieve.stages import BY_NAME, EVIDENCE_JUDGE, STAGE_NAMES, STAGES, Artifact, Stage
 from pensieve.tool_matrix import Column, resolve_column
 from pensieve.tools import offered_tools
@@ -634,20 +634,6 @@ class Runner:
     async def _close_resources(self) -> None:
         with contextlib.suppress(Exception):
             await self.resources.aclose()
-
-
-def project_settings(project: Project, settings: Settings) -> Settings:
-    """The settings with the workspace's config.yaml (`research`, `library`) and then the
-    project's own research plan applied (`new --no-web`: research.web false for it alone);
-    a copy, so a batch worker's other projects keep theirs."""
-    from pensieve.config import workspace_settings
-    from pensieve.library.sources import load_plan
-
-    settings = workspace_settings(settings, project.workspace.root)
-    if load_plan(project.dir).web is False and settings.research.web:
-        settings = settings.model_copy(deep=True)
-        settings.research.web = False
-    return settings
 
 
 def run_project(
