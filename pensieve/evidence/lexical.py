@@ -326,9 +326,9 @@ def number_keys(text: str) -> set[str]:
     # Cheap tests first: most windows of a long page hold no digit, no number word and no
     # month, and each pattern below costs a scan (a cold check reads a million characters).
     lower = text.lower()
-    digits = any(c.isdigit() for c in text)
-    words = any(w in lower for w in _WORD_PROBES)
-    months = any(m in lower for m in _MONTH_PROBES)
+    digits = _DIGIT.search(text) is not None
+    words = _WORD_PROBE.search(lower) is not None
+    months = _MONTH_PROBE.search(lower) is not None
     if digits:
         for match in _NUMBER.finditer(text):
             keys |= _number_keys(match)[1]
@@ -360,6 +360,11 @@ def number_keys(text: str) -> set[str]:
 
 _WORD_PROBES = tuple(_WORDS)
 _MONTH_PROBES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+# One scan each instead of a Python loop per character or per probe (a cold check runs these
+# over every window of every cited page: a million characters).
+_DIGIT = re.compile(r"\d")
+_WORD_PROBE = re.compile("|".join(re.escape(w) for w in _WORD_PROBES))
+_MONTH_PROBE = re.compile("|".join(_MONTH_PROBES))
 _MONTH_ABBREVIATION = re.compile(r"\b(jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?[\s-]+\d", re.I)
 
 

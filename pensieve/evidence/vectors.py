@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -118,3 +119,24 @@ class VectorCache:
         # A read-only project still gets its evidence, only slower next time.
         with contextlib.suppress(OSError):
             atomic_write_bytes(path, buffer.getvalue())
+
+
+_SHARED: dict[Path, VectorCache] = {}
+_SHARED_LOCK = threading.Lock()
+_SHARED_MAX = 4  # projects whose windows a process keeps (a batch worker runs many in turn)
+
+
+def shared_cache(directory: Path, embedder: Callable[[], Embedder]) -> VectorCache:
+    """This process's cache for a project's vectors: the pipeline aligns draft_v1.md,
+    draft_v2.md and final.md against the same sources, and prepares them while the drafter
+    writes; cutting a million characters into windows again for each would cost seconds.
+    A different embedder gets its own cache (its vectors are not these)."""
+    key = directory.resolve()
+    with _SHARED_LOCK:
+        cache = _SHARED.pop(key, None)
+        if cache is None or cache._embedder is not embedder:
+            cache = VectorCache(directory, embedder)
+        _SHARED[key] = cache  # most recent last
+        while len(_SHARED) > _SHARED_MAX:
+            del _SHARED[next(iter(_SHARED))]
+        return cache
