@@ -543,7 +543,7 @@ def align_text(
             needed.setdefault(sid, set()).update(indexes)
     cache.fill(needed, texts)
     # Without a single archived source among the citations there is nothing to embed.
-    vectors = embedder().encode([s.claim or s.text for s in sentences]) if wanted else [None] * len(sentences)
+    vectors = cache.claims([s.claim or s.text for s in sentences]) if wanted else [None] * len(sentences)
     for sentence, vector, pool in zip(sentences, vectors, pools, strict=True):
         cited_wholes = {sid: views[sid].whole for sid in sentence.ids if sid in views}
         citations = [

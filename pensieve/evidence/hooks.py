@@ -75,20 +75,22 @@ def align_file(
     return alignment
 
 
-def warm_up(project: Project, embedder: Callable[[], Embedder] = get_embedder, *, sources: bool = True) -> None:
-    """What the next alignment will need, done ahead while a stage waits for its model: the
-    embedding model loaded, and (`sources`) every archived source cut into windows, with
-    the vectors cached on disk read and each window's numbers and words found. Never fails:
-    the check itself says what is wrong when it runs."""
+def warm_up(project: Project, embedder: Callable[[], Embedder] = get_embedder) -> None:
+    """What the next alignment will need, done ahead while a stage waits for its model: once
+    the project has archived sources (without any, a check embeds nothing and the model is
+    never loaded), the embedding model loaded and every source cut into windows, with the
+    vectors cached on disk read and each window's numbers and words found. Never fails: the
+    check itself says what is wrong when it runs."""
     try:
+        texts = load_source_texts(project.dir)[0]
+        if not texts:
+            return
         embedder()
-        if sources:
-            texts = load_source_texts(project.dir)[0]
-            prepared = shared_cache(project.dir / VECTORS_DIR, embedder).prepare(
-                {sid: source.text for sid, source in texts.items()}
-            )
-            for sid, source in texts.items():
-                view_of(source, *prepared[sid])
+        prepared = shared_cache(project.dir / VECTORS_DIR, embedder).prepare(
+            {sid: source.text for sid, source in texts.items()}
+        )
+        for sid, source in texts.items():
+            view_of(source, *prepared[sid])
     except Exception:  # a warm-up only saves time; the check itself reports failures
         return
 

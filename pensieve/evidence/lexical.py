@@ -543,8 +543,14 @@ def coverage(sentence: str, passage: str) -> float:
     if not content:
         return 1.0
     words = word_keys(passage)
-    hits = [w for w in content if w in words or any(x.startswith(w[: max(4, len(w) - 3)]) for x in words)]
-    return len(hits) / len(content)
+    missing = [w for w in content if w not in words]
+    hits = len(content) - len(missing)
+    if missing:
+        # A stem: the passage has a word starting with the word's first letters (all but
+        # three, at least four). The prefixes once, not a scan of the passage per word.
+        prefixes = {x[:k] for x in words for k in range(4, len(x) + 1)}
+        hits += sum(w[: max(4, len(w) - 3)] in prefixes for w in missing)
+    return hits / len(content)
 
 
 def negated(text: str) -> bool:

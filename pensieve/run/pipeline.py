@@ -156,8 +156,7 @@ class Runner:
             evidence = self.evidence_feedback(stage) if feedback else ""
             extra = "\n\n".join(t for t in (reading, extra_instructions, evidence) if t)
         run = self._build_agent_run(stage, self._begin(stage), extra, column, mcp)
-        if stage.evidence:
-            self._warm_up_evidence(sources=True)
+        self._warm_up_evidence()
         try:
             await self._produce(stage, run)
         except StageFailed as exc:
@@ -407,12 +406,14 @@ class Runner:
             "only what is listed below: fix those sentences and keep the rest of your first pass as it is."
         )
 
-    def _warm_up_evidence(self, *, sources: bool) -> None:
-        """Load the embedding model (and with `sources`, cut the archived sources into windows)
-        in a thread while the stages wait for their model: the check after the stage then
-        only embeds what its sentences need. One warm-up after another; it never fails the run."""
+    def _warm_up_evidence(self) -> None:
+        """Once sources are archived, load the embedding model and cut the sources into windows
+        in a thread while the stages wait for their model: the check after a draft then only
+        embeds what its sentences need. One warm-up after another; it never fails the run."""
         if not self.settings.evidence.enabled:
             return
+        if all(self.status.stages[s.name].status == "complete" for s in STAGES if s.evidence):
+            return  # no check is left to run (the running stage is not complete yet)
         from pensieve.evidence.hooks import warm_up
 
         previous = self._evidence_warm_up
@@ -420,7 +421,7 @@ class Runner:
         async def after_previous() -> None:
             if previous is not None:
                 await asyncio.wait([previous])
-            await asyncio.to_thread(warm_up, self.project, sources=sources)
+            await asyncio.to_thread(warm_up, self.project)
 
         self._evidence_warm_up = asyncio.ensure_future(after_previous())
 
@@ -553,8 +554,6 @@ class Runner:
                 )
         self.status.status, self.status.error = "running", None
         self.save()
-        if any(BY_NAME[name].evidence for name in selected):
-            self._warm_up_evidence(sources=False)  # the model loads while the first stages work
         result = RunResult(self.status)
         self._check_mcp_servers(selected)
         try:
