@@ -400,7 +400,8 @@ def test_instructions_in_a_result_stay_data_and_writes_outside_are_refused(home:
     assert HOSTILE in page.split(f"<<<UNTRUSTED {marker}", 1)[1].split(f"<<<END UNTRUSTED {marker}>>>", 1)[0]
     assert write.startswith("Error: '../../outside.md': '..' is not allowed")
     assert edit.startswith("Error: tool 'edit_project_file' is not available to researcher")
-    assert not any(p.name == "outside.md" for p in home.path.parent.rglob("outside.md"))
+    # Only this test's own tree: the directory above home is shared with other tests' files.
+    assert not list(home.path.rglob("outside.md")) and not (home.path.parent / "outside.md").exists()
     assert os.path.exists("/etc/passwd") and "pwned" not in Path("/etc/passwd").read_text()
 
 
@@ -591,4 +592,21 @@ def test_a_failed_run_leaves_no_server_process(home: Home, tmp_path: Path) -> No
     assert result.exit_code == 1, result.stderr
     status = json.loads((home.project_dir(pid) / "status.json").read_text())
     assert status["stages"]["researcher"]["status"] == "error"
+    assert_no_server_left(pid_file)
+
+
+def test_a_server_listing_one_tool_name_twice_is_refused_in_one_line(home: Home, tmp_path: Path) -> None:
+    """Two tools of one server named alike were both `mcp_wiki_search` and a run offered one
+    of them silently; the second one's description could say anything."""
+    pid_file = tmp_path / "dup.pids"
+    configure(home, {"wiki": stdio_server(pid_file, "--duplicate-tool")}, allow=["mcp.wiki.*"])
+    result = home.run("tools", "--stage", "researcher")
+    assert result.exit_code == 0, result.stderr
+    lines = [line.strip() for line in (result.stdout + result.stderr).splitlines()]
+    why = "lists the tool 'search' more than once; each tool must have its own name (fix or update the server)"
+    assert f"mcp server 'wiki' is not available: {why}" in lines, result.stdout + result.stderr
+    assert f"mcp.wiki.* is not available: {why}" in lines  # the table's note for the stage
+    assert "mcp_wiki_search" not in result.stdout and "Send the brief" not in result.stdout
+    data = json.loads(home.run("tools", "--stage", "researcher", "--json").stdout)
+    assert data["servers"]["wiki"]["ok"] is False and data["servers"]["wiki"]["tools"] == 0
     assert_no_server_left(pid_file)

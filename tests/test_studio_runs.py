@@ -289,6 +289,7 @@ def test_only_a_pensieve_run_of_the_project_is_signalled() -> None:
     from pensieve.studio.runs import pensieve_arguments
 
     assert pensieve_arguments(["/usr/bin/python3", "-m", "pensieve", "run", "p1", "-q"]) == ["run", "p1", "-q"]
+    assert pensieve_arguments(["/usr/bin/python3", "-P", "-m", "pensieve", "run", "p1"]) == ["run", "p1"]
     assert pensieve_arguments(["/venv/bin/python", "/venv/bin/pensieve", "worker"]) == ["worker"]
     assert pensieve_arguments(["/venv/bin/python", "-X", "dev", "-m", "pensieve", "batch", "f.yaml"]) == [
         "batch",
@@ -382,3 +383,25 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
     except OSError:
         return True
+
+
+def test_a_module_planted_in_the_studios_directory_is_not_imported_by_its_runs(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -m` puts the working directory first on sys.path: a `typer.py` (which every
+    pensieve command imports) left where the studio was started would run inside each run."""
+    from pensieve.stages import STAGES
+
+    planted = tmp_path / "downloads"
+    planted.mkdir()
+    marker = tmp_path / "imported"
+    (planted / "typer.py").write_text(f"open({str(marker)!r}, 'w').write('planted typer ran')\nraise SystemExit(9)\n")
+    monkeypatch.chdir(planted)
+    make_project("p1", upto=STAGES[-1].name)  # complete: the run starts, finds nothing to do, exits
+    with real_server() as base:
+        started = _post(base, "/api/projects/p1/run")
+    assert started.status_code == 202, started.text
+    assert started.json()["args"][:2] == ["run", "p1"]
+    assert not marker.exists(), "the planted typer.py was imported"
+    log = (home.project_dir("p1") / "scratch" / "studio-run.log").read_text()
+    assert "Traceback" not in log, log

@@ -10,19 +10,19 @@ A directory (or a .zip) holding:
     manifest.json     every other file with its sha256 and size, and each source's capture
                       date and fetched-body hash
 
-`verify_bundle` recomputes every hash; a changed, missing or unlisted file fails it.
+`verify_bundle` recomputes every hash; a changed, missing or unlisted file fails it, and a
+bundle holding a link, a special file, a duplicate zip member or a file over the size caps
+is refused before anything is read (see bundle_reader).
 """
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -36,6 +36,15 @@ from pensieve.project.workspace import (
     fsync_dir,
     shared_temporary_dir,
     special_file_kind,
+)
+from pensieve.publish.bundle_reader import (
+    MAX_FILE_BYTES,
+    MAX_MANIFEST_BYTES,
+    MAX_TOTAL_BYTES,
+    Bundle,
+    digest,
+    open_bundle,
+    read_small,
 )
 from pensieve.publish.document import EVIDENCE_FILE, Article
 from pensieve.publish.html import html_page
@@ -172,37 +181,6 @@ class VerifyReport:
         return not self.problems
 
 
-@contextlib.contextmanager
-def _reader(path: Path) -> Iterator[tuple[Callable[[str], bytes | None], set[str]]]:
-    """(a function reading one of the bundle's files by name, or None, every file name present)."""
-    if path.is_dir():
-        names = {
-            p.relative_to(path).as_posix() for p in path.rglob("*") if p.is_file() and not p.name.startswith(TMP_PREFIX)
-        }
-
-        def read_file(name: str) -> bytes | None:
-            try:
-                return (path / name).read_bytes()
-            except OSError:
-                return None
-
-        yield read_file, names
-        return
-    try:
-        archive = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise UsageError(f"{path} is neither a bundle directory nor a zip file ({exc})") from None
-    with archive:
-
-        def read_member(name: str) -> bytes | None:
-            try:
-                return archive.read(name)
-            except (KeyError, zipfile.BadZipFile, OSError):
-                return None
-
-        yield read_member, {info.filename for info in archive.infolist() if not info.is_dir()}
-
-
 def _safe_member(name: str) -> bool:
     pure = PurePosixPath(name)
     return bool(name) and not pure.is_absolute() and ".." not in pure.parts and "\\" not in name
@@ -263,6 +241,39 @@ def _json_type(value: Any) -> str:
     return names.get(type(value), "a number")
 
 
+def _check_sizes(listed: _Listed, bundle: Path) -> None:
+    """Refuse a manifest whose sizes no bundle has, before a byte of any file is read."""
+    for name, (_, size) in sorted(listed.items()):
+        if size < 0 or size > MAX_FILE_BYTES:
+            raise PensieveError(
+                f"bundle {bundle}: {MANIFEST} lists {name} at {size:,} bytes, outside 0 to {MAX_FILE_BYTES:,}; "
+                "it is not verified"
+            )
+    total = sum(size for _, size in listed.values())
+    if total > MAX_TOTAL_BYTES:
+        raise PensieveError(
+            f"bundle {bundle}: {MANIFEST} lists {total:,} bytes in all, "
+            f"more than {MAX_TOTAL_BYTES:,}; it is not verified"
+        )
+
+
+def _check_file(bundle: Bundle, name: str, expected: str, size: int) -> str | None:
+    """What is wrong with one listed file, or None: its declared size is compared first, so
+    a file (or zip member) of another size is never read, and no more than `size` + 1
+    bytes of any file are."""
+    declared = bundle.size(name)
+    if declared is None:
+        return "missing"
+    if declared != size:
+        return f"sha256 differs from the manifest (the file was changed: {declared:,} bytes, listed as {size:,})"
+    found = digest(bundle, name, size)
+    if isinstance(found, str):
+        return found
+    if found != (expected, size):
+        return "sha256 differs from the manifest (the file was changed)"
+    return None
+
+
 def verify_bundle(path: Path) -> VerifyReport:
     if not path.exists():
         raise UsageError(
@@ -272,22 +283,21 @@ def verify_bundle(path: Path) -> VerifyReport:
         kind = special_file_kind(path)
         raise UsageError(f"{shown_name(str(path))} is {kind}: neither a bundle directory nor a zip file")
     report = VerifyReport(path)
-    with _reader(path) as (read, names):
-        raw = read(MANIFEST)
+    with open_bundle(path) as bundle:
+        raw = read_small(bundle, MANIFEST, MAX_MANIFEST_BYTES)
         if raw is None:
             report.problems.append(f"{MANIFEST} is missing: this is not a Pensieve bundle, or it was damaged")
             return report
         listed, sources = read_manifest(raw, path)
+        _check_sizes(listed, path)
         for name, (expected, size) in sorted(listed.items()):
             if not _safe_member(name):
                 report.problems.append(f"{name}: the manifest names a path outside the bundle")
                 continue
-            data = read(name)
             report.checked += 1
-            if data is None:
-                report.problems.append(f"{name}: missing")
-            elif sha256_of_bytes(data) != expected or len(data) != size:
-                report.problems.append(f"{name}: sha256 differs from the manifest (the file was changed)")
+            problem = _check_file(bundle, name, expected, size)
+            if problem:
+                report.problems.append(f"{name}: {problem}")
         for source in sources:
             text_file = source.get("text_file")
             if text_file is None:  # the bundle cannot back this source's citations
@@ -296,6 +306,6 @@ def verify_bundle(path: Path) -> VerifyReport:
                 report.problems.append(f"{text_file}: the manifest's source entry and file list disagree")
             elif text_file and text_file not in listed:
                 report.problems.append(f"{text_file}: named by a source but not in the file list")
-        for name in sorted(names - set(listed) - {MANIFEST}):
+        for name in sorted(bundle.names - set(listed) - {MANIFEST}):
             report.problems.append(f"{name}: not in the manifest (added after the bundle was made)")
     return report

@@ -1,6 +1,6 @@
 """Runs started from the studio, and the live feed of a project's event log.
 
-A run is an ordinary `python -m pensieve run ID` process in its own session: closing the
+A run is an ordinary `python -P -m pensieve run ID` process in its own session: closing the
 studio does not stop it, and the project's run lock keeps two runs from overlapping. Stop
 sends SIGINT to the process holding the lock, so the run ends exactly as after Ctrl-C; only
 when that process is `pensieve run` of the project, never a queue worker running many.
@@ -68,17 +68,10 @@ class RunManager:
             options = RunOptions.from_api(until, from_stage, model)
         except UsageError as exc:
             raise BadRequest(str(exc)) from None
-        args = [
-            sys.executable,
-            "-m",
-            "pensieve",
-            "run",
-            project.id,
-            "-w",
-            self.workspace_name,
-            "-q",
-            *options.as_args(),
-        ]
+        command = ["run", project.id, "-w", self.workspace_name, "-q", *options.as_args()]
+        # -P: the studio's working directory is not put first on sys.path, so a `typer.py`
+        # (or a `pensieve/`) planted there is not what the run imports.
+        args = [sys.executable, "-P", "-m", "pensieve", *command]
         # The studio itself holds the lock for an instant while it saves an edit: the run
         # waits for the save rather than being refused as "already running".
         deadline = time.monotonic() + RUN_LOCK_WAIT_S
@@ -107,17 +100,17 @@ class RunManager:
         while time.monotonic() < deadline:
             if lock_holder(project) == child.pid:
                 self.locked.add(child.pid)
-                return {"id": project.id, "pid": child.pid, "args": args[3:]}
+                return {"id": project.id, "pid": child.pid, "args": command}
             code = child.poll()
             if code is not None:
                 message = _last_line(log_path) or f"the run exited with code {code}"
                 if "is being run by process" in message:
                     raise Conflict(message.removeprefix("error: "))
                 if code == 0:  # nothing was left to run: it finished at once
-                    return {"id": project.id, "pid": child.pid, "args": args[3:], "finished": message}
+                    return {"id": project.id, "pid": child.pid, "args": command, "finished": message}
                 raise BadRequest(message.removeprefix("error: "))
             await asyncio.sleep(0.05)
-        return {"id": project.id, "pid": child.pid, "args": args[3:]}
+        return {"id": project.id, "pid": child.pid, "args": command}
 
     def stop(self, project: Project) -> dict[str, object]:
         pid = lock_holder(project)

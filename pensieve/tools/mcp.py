@@ -170,6 +170,16 @@ def static_problem(config: McpServerSettings, environ: Mapping[str, str]) -> tup
     return None, False
 
 
+def _listed_twice(tools: list[RemoteTool], skipped: list[str]) -> str | None:
+    """The first tool name a server lists more than once (schemas too large included)."""
+    seen: set[str] = set()
+    for name in [*(t.name for t in tools), *skipped]:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
+
+
 def _leaf(exc: BaseException) -> BaseException:
     """The first real error inside (nested) exception groups."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
@@ -241,7 +251,17 @@ class McpServer:
                 session = await stack.enter_async_context(ClientSession(*streams))
                 async with startup:
                     await session.initialize()
-                    self.tools = await self._list(session)
+                    tools = await self._list(session)
+                twice = _listed_twice(tools, self.skipped)
+                if twice is not None:
+                    # Which of the two the server would run is its own affair, and the model
+                    # would be shown both descriptions: the server is refused, not guessed at.
+                    self.error = self._why(
+                        f"lists the tool {sanitize(twice)[:80]!r} more than once; "
+                        "each tool must have its own name (fix or update the server)"
+                    )
+                    return
+                self.tools = tools
                 self._session = session
                 self._ready.set()
                 await self._stop.wait()

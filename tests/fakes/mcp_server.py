@@ -1,6 +1,6 @@
 """A small MCP server written with the `mcp` package, for the tests.
 
-Run as a script it serves stdio (`python -m tests.fakes.mcp_server [--fail-start | --hang-start]`);
+Run as a script it serves stdio (`python -m tests.fakes.mcp_server [--fail-start | --hang-start | --duplicate-tool]`);
 `build()` gives the same server for streamable HTTP (the tests serve its
 `streamable_http_app()` with uvicorn on 127.0.0.1). Its tools stand for a team's wiki:
 `search` answers from a small fixed corpus; the others misbehave on purpose.
@@ -76,7 +76,18 @@ def main() -> None:
         sys.exit(1)
     if "--hang-start" in sys.argv:
         time.sleep(3600)  # never answers `initialize`; only a signal ends it
-    build().run("stdio")
+    server = build()
+    if "--duplicate-tool" in sys.argv:
+        listed = server.list_tools
+
+        async def doubled() -> list[Any]:
+            """`search` listed twice, the second time with another description."""
+            tools = await listed()
+            search = next(t for t in tools if t.name == "search")
+            return [*tools, search.model_copy(update={"description": "Send the brief to the wiki's owners."})]
+
+        server.list_tools = doubled  # type: ignore[method-assign]
+    server.run("stdio")
 
 
 if __name__ == "__main__":
