@@ -13,13 +13,25 @@ and prints:
 - overhead: wall - import litellm - critical path, Pensieve's own seconds;
 - ratio: (wall - import litellm) / critical path. Target: <= 1.03.
 
-Run: python bench/bench_pipeline.py [--delay 1.0] [--repeat 3]
+With `--sources N` (the run a user gets), the Researcher fetches N real pages (the longest
+design documents of ../shared/corpus/rust-rfcs, else synthetic pages) from a local site, so
+they are archived as a web fetch archives them, and the drafts cite them sentence by sentence
+(about 1,500 words): the evidence check (on by default) aligns draft_v1.md, draft_v2.md and
+final.md with the archived pages, the embedding model loaded and every page new to it.
+Stage contracts are off in that mode (the scripted articles are not shaped for them; they
+cost milliseconds). `--sources 0` (the default) is the run without sources.
+
+Run: python bench/bench_pipeline.py [--delay 1.0] [--repeat 3] [--sources 0]
 """
 
 from __future__ import annotations
 
 import argparse
+import html
 import os
+import random
+import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -36,7 +48,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import yaml
 
 from pensieve.stages import STAGES
-from tests.fakes.model_server import FakeModel, Recorded
+from tests.fakes.http import QuietHandler, close, serve
+from tests.fakes.model_server import FakeModel, Recorded, call, text
+
+# `--profile FILE`: the timed run under cProfile (its figures then include the profiler's cost).
+PROFILE: list[str] = []
 
 
 def critical_path(requests: list[Recorded]) -> float:
@@ -61,8 +77,89 @@ def time_import_litellm(env: dict[str, str]) -> float:
     return float(done.stdout.strip())
 
 
-def one_run(model: FakeModel, env: dict[str, str], number: int) -> tuple[float, float, int]:
-    """(wall, critical path, model calls) of one full run in a fresh process."""
+class PageSite:
+    """Pages served as HTML on 127.0.0.1, as a web site would serve them."""
+
+    def __init__(self, pages: list[tuple[str, str]]) -> None:
+        self.pages = pages
+        site = self
+
+        class Handler(QuietHandler):
+            def do_GET(self) -> None:
+                number = self.path.strip("/").rsplit("/", 1)[-1]
+                if not number.isdigit() or int(number) >= len(site.pages):
+                    body, status = b"<h1>Not found</h1>", 404
+                else:
+                    title, page = site.pages[int(number)]
+                    paragraphs = "".join(f"<p>{html.escape(p)}</p>\n" for p in page.split("\n\n") if p.strip())
+                    name = html.escape(title)
+                    head = f"<!doctype html><html><head><title>{name}</title></head><body>"
+                    body = f"{head}<article><h1>{name}</h1>{paragraphs}</article></body></html>".encode()
+                    status = 200
+                self.send_response(status)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = serve(Handler)
+
+    def url(self, number: int) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/doc/{number}"
+
+
+def source_pages(count: int) -> list[tuple[str, str]]:
+    """The longest RFCs of the corpus (real pages, as a capable run cites), else synthetic."""
+    from bench.bench_evidence import long_pages
+
+    return long_pages(count, 60_000)
+
+
+def cited_article(site: PageSite, words: int, seed: int) -> str:
+    """An article of sentences taken from the pages, each citing the page it came from."""
+    rng = random.Random(seed)
+    prose: list[list[str]] = []
+    for _title, body in site.pages:
+        flat = " ".join(body.split())
+        found = [p for p in re.split(r"(?<=[.!?])\s+", flat) if 60 < len(p) < 240 and not set("`[]|#*") & set(p)]
+        prose.append(found or [flat[:200]])
+    sections, count = 0, 0
+    lines = ["# Design documents in practice", ""]
+    while count < words:
+        if count >= sections * 300:
+            sections += 1
+            lines += [f"## Part {sections}", ""]
+        page = rng.randrange(len(prose))
+        line = f"{rng.choice(prose[page]).rstrip('.')} [S{page + 1}]."
+        count += len(line.split())
+        lines += [line, ""]
+    return "\n".join(lines)
+
+
+def script_sources(model: FakeModel, site: PageSite, number: int) -> None:
+    """The Researcher fetches every page (one after the other, so S1.. follow the pages), the
+    drafts cite them; the other stages answer with the fake's default artifacts."""
+    fetches = [call("fetch_url", {"url": site.url(i)}) for i in range(len(site.pages))]
+    notes = "# Research notes\n\n## Findings\n" + "".join(
+        f"- {title} is one of the documents read [S{i + 1}].\n" for i, (title, _) in enumerate(site.pages)
+    )
+    notes += "\n## Sources\n\n- listed by the archive\n"
+    write = call("write_project_file", {"filename": "research_notes.md", "content": notes})
+    model.script("researcher", *fetches, write)
+    model.script("researcher", text("Notes written."))
+    draft = cited_article(site, 1_500, number)
+    check = "| # | claim | cited id | verdict | evidence |\n|---|---|---|---|---|\n| 1 | x | S1 | supported | - |\n"
+    for stage, name, content in (
+        ("drafter", "draft_v1.md", draft),
+        ("fact_checker", "fact_check.md", check),
+        ("reviser", "draft_v2.md", draft + "\n## Revision notes\n\n- Kept every claim as cited.\n"),
+        ("polisher", "final.md", draft),
+    ):
+        model.script(stage, call("write_project_file", {"filename": name, "content": content}), text(f"{stage} done"))
+
+
+def one_run(model: FakeModel, env: dict[str, str], number: int) -> tuple[float, float, int, float]:
+    """(wall, critical path, model calls, CPU seconds) of one full run in a fresh process."""
     pid = f"bench-{number}"
     subprocess.run(
         [sys.executable, "-m", "pensieve", "new", "How B-trees keep databases fast", "--id", pid],
@@ -72,20 +169,23 @@ def one_run(model: FakeModel, env: dict[str, str], number: int) -> tuple[float, 
         cwd=env["PENSIEVE_HOME"],
     )
     model.requests.clear()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     # Run from the home, never from a checkout: `python -m` puts the working directory first
     # on sys.path, so every --code would otherwise run the checkout the bench started in.
     done = subprocess.run(
-        [sys.executable, "-m", "pensieve", "run", pid, "--quiet"],
+        [sys.executable, *PROFILE, "-m", "pensieve", "run", pid, "--quiet"],
         capture_output=True,
         env=env,
         cwd=env["PENSIEVE_HOME"],
     )
     wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     if done.returncode != 0:
         raise SystemExit(f"run failed ({done.returncode}):\n{done.stderr.decode()[-2000:]}")
     requests = [r for r in model.requests if r.status == 200]
-    return wall, critical_path(requests), len(requests)
+    return wall, critical_path(requests), len(requests), cpu
 
 
 def main() -> None:
@@ -99,7 +199,14 @@ def main() -> None:
         default=[Path(__file__).resolve().parents[1]],
         help="the Pensieve checkout(s) to run; several are run in turn in every repetition",
     )
+    parser.add_argument(
+        "--sources", type=int, default=0, help="pages the Researcher fetches and the drafts cite (0: none)"
+    )
+    parser.add_argument("--profile", type=Path, help="write a cProfile of the (last) timed run to this file")
     args = parser.parse_args()
+    if args.profile is not None:
+        PROFILE[:] = ["-m", "cProfile", "-o", str(args.profile.resolve())]
+    site = PageSite(source_pages(args.sources)) if args.sources else None
     model = FakeModel().start()
     for stage in STAGES:
         model.delay_s[stage.name] = args.delay
@@ -108,9 +215,14 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory(prefix="pensieve-bench-") as home:
             Path(home, "configs").mkdir()
-            Path(home, "configs", "pensieve.yaml").write_text(
-                yaml.safe_dump({"llm": {"model": "openai/gpt-4o-mini", "api_base": model.base_url}})
-            )
+            config: dict[str, object] = {"llm": {"model": "openai/gpt-4o-mini", "api_base": model.base_url}}
+            if site is not None:
+                config |= {
+                    "fetch": {"allow_private_hosts": True, "url_policy": "any"},
+                    "limits": {"fetch_url": args.sources + 5},
+                    "contracts": {"enabled": False},
+                }
+            Path(home, "configs", "pensieve.yaml").write_text(yaml.safe_dump(config))
             base = {**os.environ, "PENSIEVE_HOME": home, "PENSIEVE_CONFIG": "", "OPENAI_API_KEY": "sk-bench-not-a-key"}
             header = (("wall s", 8), ("critical s", 12), ("calls", 7), ("litellm s", 11), ("overhead s", 12))
             print(f"{'run':<5}" + "".join(f"{label:>{width}}" for label, width in header) + "   ratio  code")
@@ -118,14 +230,21 @@ def main() -> None:
                 for code in args.code:
                     env = {**base, "PYTHONPATH": str(code.resolve())}
                     litellm = time_import_litellm(env)
-                    wall, critical, calls = one_run(model, env, len(args.code) * number + args.code.index(code))
+                    if site is not None:
+                        script_sources(model, site, number)
+                    wall, critical, calls, cpu = one_run(model, env, len(args.code) * number + args.code.index(code))
                     overhead = wall - litellm - critical
                     ratio = (wall - litellm) / critical
                     rows[code].append((wall, critical, litellm, overhead, ratio))
                     figures = f"{wall:>8.2f}{critical:>12.2f}{calls:>7}{litellm:>11.2f}{overhead:>12.2f}{ratio:>8.3f}"
-                    print(f"{number + 1:<5}{figures}  {code}", flush=True)
+                    load = os.getloadavg()[0]
+                    print(f"{number + 1:<5}{figures}  cpu {cpu:.2f}s, load {load:.1f}  {code}", flush=True)
     finally:
         model.stop()
+        close(site.server if site is not None else None)
+    if site is not None:
+        chars = sum(len(t) for _, t in site.pages)
+        print(f"with {len(site.pages)} archived sources ({chars:,} characters), evidence on")
     for code, runs in rows.items():
         wall, critical, litellm, overhead, ratio = (statistics.median(column) for column in zip(*runs, strict=True))
         print(

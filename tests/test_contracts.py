@@ -629,7 +629,7 @@ def test_repair_instruction_and_stage_error() -> None:
     assert stage_error(stage, violations, kept_as="rejected/draft_v1.md") == (
         "draft_v1.md does not meet its contract: length: 412 words, the target is at least 900 "
         "(60% of article.target_words 1500). The rejected artifact is kept as rejected/draft_v1.md. "
-        "The model did not write a valid draft: try a stronger model (--model, or agents.drafter.model "
+        "The model wrote no valid draft: try a stronger model (--model, or agents.drafter.model "
         "in the configuration)."
     )
     assert "\n" not in stage_error(stage, violations)

@@ -99,6 +99,29 @@ def test_the_prompts_estimated_are_the_prompts_sent(home: Home) -> None:
     assert isinstance(after, list) and [s["stage"] for s in after] == list(STAGE_NAMES[1:])
 
 
+def test_the_estimate_follows_the_projects_and_the_workspaces_web_setting(home: Home) -> None:
+    """A project made with `--no-web`, or in a workspace whose config.yaml turns the web off,
+    is estimated as the run will go: no web tools for its researcher, even with search set up."""
+    home.monkeypatch.setenv("SEARCH_API_KEY", "test-key")
+    home.configure(search={"provider": "tavily", "endpoint": "http://127.0.0.1:9/search"})
+
+    def researcher_tools(pid: str, *args: str) -> list[str]:
+        stages = estimate_json(home, pid, *args)["stages"]
+        assert isinstance(stages, list)
+        tools = next(s["tools"] for s in stages if s["stage"] == "researcher")
+        assert isinstance(tools, list)
+        return tools
+
+    assert "web_search" in researcher_tools(home.new())
+    offline = researcher_tools(home.new("How sourdough rises", "--no-web"))
+    assert "web_search" not in offline and "fetch_url" not in offline
+    workspace = home.path / "workspaces" / "private"
+    assert home.run("new", "How vector clocks order events", "-w", "private").exit_code == 0
+    (workspace / "config.yaml").write_text("research:\n  web: false\n", encoding="utf-8")
+    pid = next(p.name for p in (workspace / "projects").iterdir())
+    assert "web_search" not in researcher_tools(pid, "-w", "private")
+
+
 def test_dry_run_prints_the_plan_and_changes_nothing(home: Home) -> None:
     pid = home.new()
     status = (home.project_dir(pid) / "status.json").read_bytes()

@@ -11,7 +11,7 @@ from pensieve.config import load_settings, workspace_settings
 from pensieve.errors import UsageError
 from pensieve.project.listing import new_project
 from pensieve.project.workspace import open_workspace
-from pensieve.run.pipeline import project_settings
+from pensieve.run.preflight import project_settings
 from tests.conftest import Home
 
 

@@ -512,8 +512,8 @@ class Worker:
 
     def run_wave(self, job: Job, until: str) -> dict[str, Any]:
         from pensieve.project.status import load_status
-        from pensieve.run.pipeline import RunResult, project_settings, run_project
-        from pensieve.run.preflight import RunOptions, preflight
+        from pensieve.run.pipeline import RunResult, run_project
+        from pensieve.run.preflight import RunOptions, preflight, project_settings
 
         self._park_if_stopping()
         try:

@@ -159,7 +159,7 @@ def stage_error(stage: Stage, violations: Sequence[Violation], *, kept_as: str |
     kept = f" The rejected artifact is kept as {kept_as}." if kept_as else ""
     return (
         f"{stage.writes} does not meet its contract: {violation_summary(violations)}.{kept} "
-        f"The model did not write a valid {contract_of(stage).kind}: try a stronger model "
+        f"The model wrote no valid {contract_of(stage).kind}: try a stronger model "
         f"(--model, or agents.{stage.name}.model in the configuration)."
     )
 

@@ -25,7 +25,7 @@ from pensieve.estimate.prices import price_of
 from pensieve.project.source_archive import SourceArchive
 from pensieve.project.status import load_status
 from pensieve.project.workspace import BRIEF_FILE, Project
-from pensieve.run.preflight import RunOptions, select_stages
+from pensieve.run.preflight import RunOptions, project_settings, select_stages
 from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES
 
 __all__ = ["Estimate", "Range", "StageEstimate", "estimate_project"]
@@ -144,6 +144,8 @@ def estimate_project(
     (how the benchmark asks about a project that has run since)."""
     environ = os.environ if environ is None else environ
     options = options or RunOptions()
+    # What the run would use: the workspace's config.yaml and the project's `new --no-web`.
+    settings = project_settings(project, settings)
 
     def model_for(name: str) -> str | None:
         return options.model or settings.model_for(name)

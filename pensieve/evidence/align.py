@@ -29,6 +29,12 @@ if TYPE_CHECKING:
 _CANDIDATES = 6  # most similar windows weighed against the lexical evidence
 _FACT_CANDIDATES = 12  # windows holding one of the sentence's numbers, weighed too
 _LEXICAL_CANDIDATES = 16  # windows sharing the most words with a claim: the only ones embedded
+# ... of which only those sharing at least this share of the best window's rare words (and
+# never fewer than _LEXICAL_MIN): a sentence copied from a page has one window far ahead of
+# the rest, and embedding the tail is most of a cold check's cost.
+_LEXICAL_SHARE = 0.5
+_LEXICAL_MIN = 6
+_FACT_SHARE = 0.5  # a window holding one of its numbers, with at least this share of that floor
 _SMALL_SOURCE = 40  # a source with at most this many windows is embedded whole
 _SUPPORT_WINDOWS = 3  # a sentence may rest on this many passages of one source together
 # Below this share of its content words near the passage, a sentence says more than the
@@ -118,7 +124,24 @@ def _stems(words: set[str]) -> set[str]:
     return {w[:6] for w in words if len(w) > 3 and w not in lexical.STOP and not w.isdigit()}
 
 
+_VIEWS: dict[tuple[int, SourceText], tuple[list[Span], SourceView]] = {}
+
+
 def view_of(source: SourceText, windows: list[Span], vectors: npt.NDArray[np.float32]) -> SourceView:
+    """The source as the alignment reads it, computed once per list of windows (a process
+    that aligns the same sources again, the pipeline's next draft, reuses it)."""
+    key = (id(windows), source)
+    cached = _VIEWS.get(key)
+    if cached is not None and cached[0] is windows and cached[1].vectors is vectors:
+        return cached[1]
+    view = _view_of(source, windows, vectors)
+    if len(_VIEWS) > 64:
+        _VIEWS.clear()
+    _VIEWS[key] = (windows, view)
+    return view
+
+
+def _view_of(source: SourceText, windows: list[Span], vectors: npt.NDArray[np.float32]) -> SourceView:
     import math
 
     words = _window_facts(windows)[1]
@@ -142,11 +165,12 @@ def candidates(claim: str, view: SourceView) -> list[int]:
     wanted = _stems(lexical.word_keys(claim))
     scores = [sum(view.idf.get(s, 0.0) for s in wanted & window) for window in view.stems]
     order = sorted((i for i in range(count) if scores[i] > 0), key=lambda i: -scores[i])
-    chosen = order[:_LEXICAL_CANDIDATES]
+    floor = scores[order[0]] * _LEXICAL_SHARE if order else 0.0
+    chosen = [i for n, i in enumerate(order[:_LEXICAL_CANDIDATES]) if n < _LEXICAL_MIN or scores[i] >= floor]
     numeric = [f for f in lexical.facts(claim) if f.kind in ("number", "date")]
     if numeric:
         keys = _window_facts(view.windows)[0]
-        holding = [i for i in order if any(keys[i] & f.keys for f in numeric)]
+        holding = [i for i in order if scores[i] >= floor * _FACT_SHARE and any(keys[i] & f.keys for f in numeric)]
         chosen += [i for i in holding[:_FACT_CANDIDATES] if i not in chosen]
     chosen += [i for i in _quoted_windows(claim, view) if i not in chosen]
     return chosen
@@ -519,7 +543,7 @@ def align_text(
             needed.setdefault(sid, set()).update(indexes)
     cache.fill(needed, texts)
     # Without a single archived source among the citations there is nothing to embed.
-    vectors = embedder().encode([s.claim or s.text for s in sentences]) if wanted else [None] * len(sentences)
+    vectors = cache.claims([s.claim or s.text for s in sentences]) if wanted else [None] * len(sentences)
     for sentence, vector, pool in zip(sentences, vectors, pools, strict=True):
         cited_wholes = {sid: views[sid].whole for sid in sentence.ids if sid in views}
         citations = [

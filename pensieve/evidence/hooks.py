@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from pensieve.config import Settings
-from pensieve.evidence.align import Alignment, SourceText, Thresholds, align_text
+from pensieve.evidence.align import Alignment, SourceText, Thresholds, align_text, view_of
 from pensieve.evidence.segment import reader_numbers
 from pensieve.evidence.store import ALIGNED, VERSION, artifact_entry, readable_evidence, save_entry
-from pensieve.evidence.vectors import VECTORS_DIR, VectorCache
+from pensieve.evidence.vectors import VECTORS_DIR, VectorCache, shared_cache
 from pensieve.front_matter import split_front_matter
 from pensieve.project.workspace import SCRATCH_DIR, Project, atomic_write_text
 from pensieve.stages import FINAL_ARTICLE, Artifact
@@ -68,11 +68,31 @@ def align_file(
     text = path.read_text(encoding="utf-8", errors="replace")
     texts, urls = sources or load_source_texts(project.dir)
     numbers, labels = reader_keys(project.dir, text, urls) if name == FINAL_ARTICLE else (None, None)
-    cache = cache or VectorCache(project.dir / VECTORS_DIR, embedder)
+    cache = cache or shared_cache(project.dir / VECTORS_DIR, embedder)
     alignment = align_text(name, text, texts, cache, embedder, thresholds(settings), numbers, labels)
     apply_fact_check(alignment, verified_quotes(project.dir, texts))
     store(project, alignment, settings)
     return alignment
+
+
+def warm_up(project: Project, embedder: Callable[[], Embedder] = get_embedder) -> None:
+    """What the next alignment will need, done ahead while a stage waits for its model: once
+    the project has archived sources (without any, a check embeds nothing and the model is
+    never loaded), the embedding model loaded and every source cut into windows, with the
+    vectors cached on disk read and each window's numbers and words found. Never fails: the
+    check itself says what is wrong when it runs."""
+    try:
+        texts = load_source_texts(project.dir)[0]
+        if not texts:
+            return
+        embedder()
+        prepared = shared_cache(project.dir / VECTORS_DIR, embedder).prepare(
+            {sid: source.text for sid, source in texts.items()}
+        )
+        for sid, source in texts.items():
+            view_of(source, *prepared[sid])
+    except Exception:  # a warm-up only saves time; the check itself reports failures
+        return
 
 
 def apply_fact_check(alignment: Alignment, quotes: list[tuple[str, str, str, str]]) -> int:

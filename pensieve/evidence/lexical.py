@@ -326,9 +326,9 @@ def number_keys(text: str) -> set[str]:
     # Cheap tests first: most windows of a long page hold no digit, no number word and no
     # month, and each pattern below costs a scan (a cold check reads a million characters).
     lower = text.lower()
-    digits = any(c.isdigit() for c in text)
-    words = any(w in lower for w in _WORD_PROBES)
-    months = any(m in lower for m in _MONTH_PROBES)
+    digits = _DIGIT.search(text) is not None
+    words = _WORD_PROBE.search(lower) is not None
+    months = _MONTH_PROBE.search(lower) is not None
     if digits:
         for match in _NUMBER.finditer(text):
             keys |= _number_keys(match)[1]
@@ -360,6 +360,11 @@ def number_keys(text: str) -> set[str]:
 
 _WORD_PROBES = tuple(_WORDS)
 _MONTH_PROBES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+# One scan each instead of a Python loop per character or per probe (a cold check runs these
+# over every window of every cited page: a million characters).
+_DIGIT = re.compile(r"\d")
+_WORD_PROBE = re.compile("|".join(re.escape(w) for w in _WORD_PROBES))
+_MONTH_PROBE = re.compile("|".join(_MONTH_PROBES))
 _MONTH_ABBREVIATION = re.compile(r"\b(jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?[\s-]+\d", re.I)
 
 
@@ -538,8 +543,14 @@ def coverage(sentence: str, passage: str) -> float:
     if not content:
         return 1.0
     words = word_keys(passage)
-    hits = [w for w in content if w in words or any(x.startswith(w[: max(4, len(w) - 3)]) for x in words)]
-    return len(hits) / len(content)
+    missing = [w for w in content if w not in words]
+    hits = len(content) - len(missing)
+    if missing:
+        # A stem: the passage has a word starting with the word's first letters (all but
+        # three, at least four). The prefixes once, not a scan of the passage per word.
+        prefixes = {x[:k] for x in words for k in range(4, len(x) + 1)}
+        hits += sum(w[: max(4, len(w) - 3)] in prefixes for w in missing)
+    return hits / len(content)
 
 
 def negated(text: str) -> bool:

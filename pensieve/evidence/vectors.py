@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 WINDOWING = "sentences-v2"  # v2: code, quotations, URLs and versions kept whole
 VECTORS_DIR = Path("sources") / ".vectors"
+_CLAIMS_KEPT = 4_000  # sentence vectors a cache keeps in memory
 
 
 def content_key(text: str) -> str:
@@ -41,7 +43,22 @@ class VectorCache:
         self.directory = directory
         self._embedder = embedder
         self._memory: dict[str, tuple[list[Span], Vectors]] = {}
+        self._claims: dict[str, Vectors] = {}
         self.embedded = 0
+
+    def claims(self, texts: list[str]) -> Vectors:
+        """The vectors of an article's sentences; those this cache embedded before (the next
+        draft keeps most of the last one's sentences) are not embedded again."""
+        import numpy as np
+
+        todo = [t for t in dict.fromkeys(texts) if t not in self._claims]
+        if todo:
+            if len(self._claims) + len(todo) > _CLAIMS_KEPT:
+                self._claims.clear()
+            self._claims.update(zip(todo, self._embedder().encode(todo), strict=True))
+        if not texts:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        return np.stack([self._claims[t] for t in texts])
 
     def windows(self, texts: dict[str, str]) -> dict[str, tuple[list[Span], Vectors]]:
         """Each text's windows and vectors (name -> ...), every window embedded."""
@@ -118,3 +135,30 @@ class VectorCache:
         # A read-only project still gets its evidence, only slower next time.
         with contextlib.suppress(OSError):
             atomic_write_bytes(path, buffer.getvalue())
+
+
+_SHARED: dict[Path, VectorCache] = {}
+_SHARED_LOCK = threading.Lock()
+_SHARED_MAX = 4  # projects whose windows a process keeps (a batch worker runs many in turn)
+
+
+def shared_cache(directory: Path, embedder: Callable[[], Embedder]) -> VectorCache:
+    """This process's cache for a project's vectors: the pipeline aligns draft_v1.md,
+    draft_v2.md and final.md against the same sources, and prepares them while the drafter
+    writes; cutting a million characters into windows again for each would cost seconds.
+    A different embedder gets its own cache (its vectors are not these)."""
+    key = directory.resolve()
+    with _SHARED_LOCK:
+        cache = _SHARED.pop(key, None)
+        if cache is None or cache._embedder is not embedder:
+            cache = VectorCache(directory, embedder)
+        _SHARED[key] = cache  # most recent last
+        while len(_SHARED) > _SHARED_MAX:
+            del _SHARED[next(iter(_SHARED))]
+        return cache
+
+
+def shared_forget() -> None:
+    """Drop what this process keeps (a benchmark timing what a new process pays)."""
+    with _SHARED_LOCK:
+        _SHARED.clear()

@@ -38,7 +38,7 @@ from pensieve.run.commit import (
     staged_artifact,
 )
 from pensieve.run.finishing import ContractFailed, Finisher, unfence
-from pensieve.run.preflight import RunOptions, preflight, preflight_warnings, select_stages
+from pensieve.run.preflight import RunOptions, preflight, preflight_warnings, project_settings, select_stages
 from pensieve.stages import BY_NAME, EVIDENCE_JUDGE, STAGE_NAMES, STAGES, Artifact, Stage
 from pensieve.tool_matrix import Column, resolve_column
 from pensieve.tools import offered_tools
@@ -82,6 +82,8 @@ class Runner:
         self.spent = Usage()  # this run alone
         # Stages whose citation check, finished by recover(), failed: sent back once.
         self.resend_after_recovery: dict[str, str] = {}
+        # The evidence check's model and sources, made ready while a stage waits for its model.
+        self._evidence_warm_up: asyncio.Future[None] | None = None
 
     # -- status bookkeeping -------------------------------------------------------------
     def save(self) -> None:
@@ -154,6 +156,7 @@ class Runner:
             evidence = self.evidence_feedback(stage) if feedback else ""
             extra = "\n\n".join(t for t in (reading, extra_instructions, evidence) if t)
         run = self._build_agent_run(stage, self._begin(stage), extra, column, mcp)
+        self._warm_up_evidence()
         try:
             await self._produce(stage, run)
         except StageFailed as exc:
@@ -399,6 +402,25 @@ class Runner:
             "only what is listed below: fix those sentences and keep the rest of your first pass as it is."
         )
 
+    def _warm_up_evidence(self) -> None:
+        """Once sources are archived, load the embedding model and cut the sources into windows
+        in a thread while the stages wait for their model: the check after a draft then only
+        embeds what its sentences need. One warm-up after another; it never fails the run."""
+        if not self.settings.evidence.enabled:
+            return
+        if all(self.status.stages[s.name].status == "complete" for s in STAGES if s.evidence):
+            return  # no check is left to run (the running stage is not complete yet)
+        from pensieve.evidence.hooks import warm_up
+
+        previous = self._evidence_warm_up
+
+        async def after_previous() -> None:
+            if previous is not None:
+                await asyncio.wait([previous])
+            await asyncio.to_thread(warm_up, self.project)
+
+        self._evidence_warm_up = asyncio.ensure_future(after_previous())
+
     async def check_evidence(self, stage: Stage, *, resend: bool = True) -> str | None:
         """Align the stage's artifact with its sources (off the event loop), judge the doubtful
         pairs if asked, store evidence.json; for final.md, unsupported sentences stay on the
@@ -408,6 +430,8 @@ class Runner:
             return None
         from pensieve.evidence import hooks as evidence_hooks
 
+        if self._evidence_warm_up is not None:
+            await asyncio.wait([self._evidence_warm_up])  # what it prepares is not done twice
         try:
             alignment = await asyncio.to_thread(evidence_hooks.align_file, self.project, stage.writes, self.settings)
         except PensieveError as exc:  # the embedding model is missing or damaged: say so, go on
@@ -630,20 +654,6 @@ class Runner:
     async def _close_resources(self) -> None:
         with contextlib.suppress(Exception):
             await self.resources.aclose()
-
-
-def project_settings(project: Project, settings: Settings) -> Settings:
-    """The settings with the workspace's config.yaml (`research`, `library`) and then the
-    project's own research plan applied (`new --no-web`: research.web false for it alone);
-    a copy, so a batch worker's other projects keep theirs."""
-    from pensieve.config import workspace_settings
-    from pensieve.library.sources import load_plan
-
-    settings = workspace_settings(settings, project.workspace.root)
-    if load_plan(project.dir).web is False and settings.research.web:
-        settings = settings.model_copy(deep=True)
-        settings.research.web = False
-    return settings
 
 
 def run_project(

@@ -141,3 +141,17 @@ def preflight_warnings(settings: Settings, options: RunOptions) -> list[str]:
         for model in models
         if model.startswith("ollama/")
     ]
+
+
+def project_settings(project: Project, settings: Settings) -> Settings:
+    """The settings with the workspace's config.yaml (`research`, `library`) and then the
+    project's own research plan applied (`new --no-web`: research.web false for it alone);
+    a copy, so a batch worker's other projects keep theirs."""
+    from pensieve.config import workspace_settings
+    from pensieve.library.sources import load_plan
+
+    settings = workspace_settings(settings, project.workspace.root)
+    if load_plan(project.dir).web is False and settings.research.web:
+        settings = settings.model_copy(deep=True)
+        settings.research.web = False
+    return settings
