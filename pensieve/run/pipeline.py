@@ -14,7 +14,7 @@ import contextlib
 import os
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pensieve.citations import hooks as citation_hooks
 from pensieve.clock import now_iso
@@ -46,6 +46,7 @@ from pensieve.tools.registry import RunResources, Tool, ToolContext
 from pensieve.topics.capture import capture_on_complete
 
 if TYPE_CHECKING:
+    from pensieve.evidence.schema import ArtifactEvidence
     from pensieve.tools.mcp import McpServers
 
 # Hooks run once when a project completes (e.g. capturing it into the topic library).
@@ -492,7 +493,7 @@ class Runner:
             elif stage.resend_on_failed_check:
                 self._keep_evidence_problems(stage)  # a recovered citation check reset the list
 
-    def _evidence_entry(self, name: str) -> dict[str, Any] | None:
+    def _evidence_entry(self, name: str) -> ArtifactEvidence | None:
         """The stored evidence of one artifact; None when there is none (or it is unreadable)."""
         from pensieve.evidence.store import artifact_entry, readable_evidence
 
