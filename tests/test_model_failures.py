@@ -104,6 +104,18 @@ def test_timeouts_that_persist_fail_the_stage_after_the_configured_retries(home:
     assert result.exit_code == 1
     assert len(statuses(home, "refiner")) == 3  # 1 + llm.retries, never more
     assert "after 3 attempts" in stage_error(home, pid, "refiner")
+    # A server of one's own (the fake is on loopback): parallel stages may be what slows it.
+    assert "set llm.max_concurrent_calls to 1" in stage_error(home, pid, "refiner")
+
+
+def test_a_hosted_timeout_names_only_the_timeout() -> None:
+    from pensieve.model.llm import LLMError, describe
+
+    timeout = LLMError("timeout", "Request timed out")
+    hosted = describe(timeout, "openai/gpt-4o-mini", None)
+    assert hosted.endswith(": raise llm.timeout_s or check the server") and "max_concurrent_calls" not in hosted
+    local = describe(timeout, "openai/qwen", "http://127.0.0.1:8093/v1")
+    assert "llm.max_concurrent_calls to 1" in local and local.startswith("http://127.0.0.1:8093/v1 (openai/qwen)")
 
 
 @pytest.mark.parametrize("retries", [0, 2])

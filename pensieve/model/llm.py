@@ -608,6 +608,13 @@ def describe(error: LLMError, model: str, api_base: str | None) -> str:
         return f"nothing answers at {where} ({model}): is the server running? Check llm.api_base"
     if error.kind == "connection":
         return f"cannot reach {where} ({model}){reason}: check the address and the network"
+    if error.kind == "timeout" and is_self_hosted(api_base):
+        # Seen with a real local model: the three reviewers run at once, and a server of
+        # one's own on a few cores answers each of them three times slower.
+        return (
+            f"{where} ({model}) did not answer in time{reason}: raise llm.timeout_s, or set "
+            "llm.max_concurrent_calls to 1 so parallel stages take turns at the server, or check the server"
+        )
     if error.kind == "timeout":
         return f"{where} ({model}) did not answer in time{reason}: raise llm.timeout_s or check the server"
     if error.kind == "rate_limit":
