@@ -73,11 +73,16 @@ class UsageError(PensieveError):
     exit_code = 2
 
 
-class ProjectBusy(PensieveError):
-    """Another process holds the project's run lock (exit 1)."""
+class Busy(PensieveError):
+    """Another process holds a lock this needs: a project's run lock, an index's or the
+    library's update lock (exit 1)."""
 
     exit_code = 1
     kind = ErrorKind.CONFLICT
+
+
+class ProjectBusy(Busy):
+    """Another process holds the project's run lock (exit 1)."""
 
 
 class CorruptState(PensieveError):

@@ -90,8 +90,6 @@ class Stage:
     # Align the artifact's cited sentences with their sources after commit (pensieve/evidence/);
     # with resend_on_failed_check, unsupported sentences send the stage back once too.
     evidence: bool = False
-    # The earlier artifact whose unsupported sentences this stage is given to fix.
-    evidence_from: Artifact | None = None
     # The stage's sampling temperature unless agents.<stage>.temperature says otherwise
     # (None: llm.temperature). Checkers compare rather than invent: they run cool.
     temperature: float | None = None
@@ -111,7 +109,8 @@ class Stage:
     # (pages the Researcher can fetch, searches, rounds) so it scopes for what can be read.
     scopes: bool = False
     # The earlier version of the article this stage rewrites: its sourced sentences that the
-    # new version no longer says are listed as lost facts (pensieve/evidence/lost_facts.py).
+    # new version no longer says are listed as lost facts (pensieve/evidence/lost_facts.py),
+    # and its unsupported sentences are given to this stage to fix (with `evidence`).
     revises: Artifact | None = None
     # The stage that owns the artifact this stage checks: a "needs attention" verdict sends
     # it the findings for one fix turn, then this stage runs again (pensieve/run/findings.py).
@@ -223,7 +222,6 @@ STAGES: tuple[Stage, ...] = (
         transform=_with_references,
         citation_check=True,
         evidence=True,
-        evidence_from=Artifact.DRAFT_V1,
         article=True,
     ),
     Stage(
@@ -241,7 +239,6 @@ STAGES: tuple[Stage, ...] = (
         citation_check=True,
         resend_on_failed_check=True,
         evidence=True,
-        evidence_from=Artifact.DRAFT_V2,
         article=True,
     ),
     Stage(

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from pensieve.batch.items import read_items, stable_id
+from pensieve.project.run_outcome import last_run_end
 from pensieve.project.status import load_status
 from pensieve.stages import STAGE_NAMES
 from tests.conftest import MODEL_KEY, Home
@@ -303,6 +304,9 @@ def test_a_batch_of_20_at_concurrency_5_completes_and_the_same_file_again_runs_n
     ids = [item.project_id for item in read_items(path)]
     for project in ids:
         assert _status(home, project)["status"] == "complete"
+        # The worker's waves end with run_end, as `pensieve run` does: the studio reads it.
+        end = last_run_end(home.path / "workspaces" / "default" / "projects" / project / "events.jsonl")
+        assert end is not None and end.outcome == "complete" and end.exit_code == 0
     counts = _requests(home)
     assert {project for project, _ in counts} == set(ids)
     # Never more than 5 projects at once: at most 5 distinct projects have a request in flight.

@@ -10,6 +10,7 @@ from tests.conftest import Home
 from tests.fakes.model_server import call, text
 from tests.fakes.web_site import FakeSite
 from tests.test_web_pipeline import CHECK, NOTES
+from tests.web_fixtures import script_researcher
 
 
 def conversation(results: int, size: int) -> list[dict[str, Any]]:
@@ -104,13 +105,7 @@ def test_a_fact_checker_that_reads_twelve_long_pages_still_sees_its_draft(web_ho
     had to be read again): the draft and the notes stay, the pages make room."""
     web_home.configure(llm={"max_context_chars": 60_000}, fetch={"url_policy": "any"}, limits={"fetch_url": 20})
     pid = web_home.new()
-    web_home.model.script(
-        "researcher",
-        call("fetch_url", {"url": site.url("/article")}),
-        call("fetch_url", {"url": site.url("/second")}),
-        call("write_project_file", {"filename": "research_notes.md", "content": NOTES}),
-        text("Notes written."),
-    )
+    script_researcher(web_home, site, NOTES)
     result = web_home.run("run", pid, "--until", "drafter", "--quiet")
     assert result.exit_code == 0, result.stderr
     pages = [call("fetch_url", {"url": site.url(f"/long/{n}")}) for n in range(12)]

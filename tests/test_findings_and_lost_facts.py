@@ -12,6 +12,7 @@ from tests.conftest import Home
 from tests.fakes.model_server import call, text
 from tests.fakes.web_site import FakeSite
 from tests.test_web_pipeline import NOTES
+from tests.web_fixtures import script_researcher
 
 NEEDS_ATTENTION = """# Consistency report
 
@@ -140,13 +141,7 @@ def test_lost_facts_are_found_and_rewording_is_not_a_loss() -> None:
 def test_a_reviser_that_drops_a_sourced_fact_is_told_in_its_result_and_by_check(web_home: Home, site: FakeSite) -> None:
     web_home.configure(contracts={"enabled": False})
     pid = web_home.new()
-    web_home.model.script(
-        "researcher",
-        call("fetch_url", {"url": site.url("/article")}),
-        call("fetch_url", {"url": site.url("/second")}),
-        call("write_project_file", {"filename": "research_notes.md", "content": NOTES}),
-        text("Notes written."),
-    )
+    script_researcher(web_home, site, NOTES)
     draft_v2 = DRAFT.replace("Product quantisation compresses vectors with codebooks of 256 centroids [S2].\n", "")
     web_home.model.script("drafter", call("write_project_file", {"filename": "draft_v1.md", "content": DRAFT}))
     web_home.model.script("drafter", text("Drafted."))

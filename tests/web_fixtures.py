@@ -15,6 +15,7 @@ from pensieve.project.workspace import open_workspace
 from pensieve.stages import BY_NAME
 from pensieve.tools.registry import ToolContext
 from tests.conftest import Home
+from tests.fakes.model_server import call, text
 from tests.fakes.search_server import FakeSearch
 from tests.fakes.web_site import FakeSite
 
@@ -85,3 +86,15 @@ async def tool_context(
         yield ctx
     finally:
         await ctx.resources.aclose()
+
+
+def script_researcher(home: Home, site: FakeSite, notes: str) -> None:
+    """The researcher fetches the fake site's two pages (S1, S2; one after the other, so
+    they are archived in that order), then writes `notes` as research_notes.md."""
+    home.model.script(
+        "researcher",
+        call("fetch_url", {"url": site.url("/article")}),
+        call("fetch_url", {"url": site.url("/second")}),
+        call("write_project_file", {"filename": "research_notes.md", "content": notes}),
+        text("Notes written."),
+    )

@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from dbos import DBOS, SetWorkflowID
@@ -38,9 +38,12 @@ from pensieve.batch.items import BatchItem
 from pensieve.config import Settings, load_settings, pensieve_home
 from pensieve.errors import ProjectBusy, UsageError
 from pensieve.project.events import Event, EventKind
-from pensieve.project.workspace import Workspace, open_workspace
+from pensieve.project.workspace import Project, Workspace, open_workspace
 from pensieve.redact import hide_url_secrets, scrub
 from pensieve.stages import STAGE_NAMES, STAGES
+
+if TYPE_CHECKING:
+    from pensieve.run.pipeline import RunResult
 
 APP_NAME = "pensieve"
 # The shape of the workflow and its steps. Every worker on a queue must run the same one:
@@ -512,7 +515,7 @@ class Worker:
 
     def run_wave(self, job: Job, until: str) -> dict[str, Any]:
         from pensieve.project.status import load_status
-        from pensieve.run.pipeline import RunResult, run_project
+        from pensieve.run.pipeline import run_project
         from pensieve.run.preflight import RunOptions, preflight, project_settings
 
         self._park_if_stopping()
@@ -547,6 +550,7 @@ class Worker:
                     return {"status": "error", "error": str(exc)}
                 time.sleep(1.0)
         final = result.status
+        _record_wave_end(project, result)
         return {"status": final.status, "error": final.error}
 
     def _run(self, project: str, work: Coroutine[Any, Any, Any]) -> Any:
@@ -794,3 +798,18 @@ def queue_json(entries: list[QueueEntry], workers: list[WorkerRow]) -> dict[str,
             for w in workers
         ],
     }
+
+
+def _record_wave_end(project: Project, result: RunResult) -> None:
+    """The run_end event a `pensieve run` writes, for a wave run by a worker: the studio
+    shows a project's last ending from it, and a worker's wave is that project's last run."""
+    from pensieve.project.run_outcome import RunEnd, record_run_end
+
+    final = result.status
+    if result.failed:
+        end = RunEnd("failed", 1, os.getpid(), error=final.error, failed_stage=final.current_stage)
+    elif final.status == "complete":
+        end = RunEnd("complete", 0, os.getpid(), message="complete (batch worker)")
+    else:
+        end = RunEnd("paused", 0, os.getpid(), message=f"paused before {final.current_stage} (batch worker)")
+    record_run_end(project, end)  # best effort: it never changes the wave's outcome

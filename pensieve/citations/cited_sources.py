@@ -5,9 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pensieve.project.source_archive import SourceArchive, WorkFields
+
 
 @dataclass(frozen=True)
-class CitedSource:
+class CitedSource(WorkFields):
+    """A source as the citation check reads it; the work's metadata (WorkFields) as the
+    archive keeps it, keyword-only."""
+
     id: str
     url: str
     final_url: str
@@ -15,19 +20,9 @@ class CitedSource:
     fetched_at: str
     text: str
     also: tuple[str, ...] = ()  # other URLs that reached the same page
-    # The work's metadata, as the archive keeps it (pensieve.project.source_archive.SourceMeta).
-    authors: tuple[str, ...] = ()
-    year: int | None = None
-    venue: str = ""
-    doi: str = ""
-    publisher: str = ""
-    published: str = ""
-    arxiv_id: str = ""
-    pmid: str = ""
 
 
 def load_sources(project_dir: Path) -> dict[str, CitedSource]:
-    from pensieve.project.source_archive import SourceArchive
 
     archive = SourceArchive(project_dir)
     loaded = {}

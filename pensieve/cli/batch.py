@@ -19,7 +19,17 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from pensieve.cli.support import JsonOpt, WorkspaceOpt, err, fail, guarded, out, storage_error, workspace_of
+from pensieve.cli.support import (
+    JsonOpt,
+    WorkspaceOpt,
+    err,
+    fail,
+    guarded,
+    out,
+    plain_table,
+    storage_error,
+    workspace_of,
+)
 from pensieve.errors import PensieveError, UsageError
 from pensieve.json_text import print_json
 
@@ -317,9 +327,7 @@ def queue(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -> None
         return
     counts = ", ".join(f"{len(g)} {n}" for n, g in groups.items() if g)
     out.print(f"queue pensieve.{workspace}: {counts or 'empty'}", markup=False)
-    table = Table(box=None, pad_edge=False)
-    for column in ("project", "state", "worker", "error"):
-        table.add_column(column, overflow="fold" if column == "error" else "ellipsis")
+    table = plain_table("project", "state", "worker", "error", fold=("error",))
     for name in ("running", "queued", "failed", "other", "complete"):
         for e in groups[name]:
             table.add_row(Text(e.project), e.state, Text(e.worker or ""), Text(e.error or ""))

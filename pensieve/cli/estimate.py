@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
-from pensieve.cli.support import JsonOpt, WorkspaceOpt, check_text, err, guarded, out, workspace_of
+from pensieve.cli.support import JsonOpt, WorkspaceOpt, check_text, err, guarded, out, plain_table, workspace_of
 from pensieve.errors import UsageError
 from pensieve.json_text import print_json
 
@@ -34,9 +33,7 @@ def _calls(r: Range) -> str:
 
 def print_estimate(estimate: Estimate) -> None:
     """The estimate as a table on stdout, its basis on stderr-free lines below it."""
-    table = Table(box=None, pad_edge=False)
-    for column in ("stage", "model", "tools", "calls", "input tokens", "output tokens", "cost"):
-        table.add_column(column, overflow="fold" if column == "tools" else "ellipsis")
+    table = plain_table("stage", "model", "tools", "calls", "input tokens", "output tokens", "cost", fold=("tools",))
     for s in estimate.stages:
         table.add_row(
             s.stage,

@@ -16,12 +16,13 @@ from pensieve.json_text import print_json
 if TYPE_CHECKING:
     from pensieve.citations.summary import Problem
     from pensieve.config import Settings
+    from pensieve.evidence.schema import ArtifactEvidence
     from pensieve.project.workspace import Project
 
 _MARK = {"supported": "ok", "weak": "weak", "unsupported": "UNSUPPORTED"}
 
 
-def latest_entry(document: dict[str, Any], project: Project) -> tuple[str, dict[str, Any]] | None:
+def latest_entry(document: dict[str, Any], project: Project) -> tuple[str, ArtifactEvidence] | None:
     """The latest article on disk and its evidence entry."""
     from pensieve.evidence.store import ALIGNED, well_formed
 

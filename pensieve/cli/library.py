@@ -9,9 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
-from pensieve.cli.support import JsonOpt, WorkspaceOpt, check_text, err, guarded, out, workspace_of
+from pensieve.cli.support import JsonOpt, WorkspaceOpt, check_text, err, guarded, out, plain_table, workspace_of
 from pensieve.errors import UsageError
 from pensieve.json_text import print_json
 
@@ -118,9 +117,7 @@ def library_list(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) 
             markup=False,
         )
         return
-    table = Table(box=None, pad_edge=False)
-    for column in ("id", "title", "authors", "year", "kind", "pages", "tags"):
-        table.add_column(column, overflow="fold" if column == "title" else "ellipsis")
+    table = plain_table("id", "title", "authors", "year", "kind", "pages", "tags", fold=("title",))
     for d in docs:
         table.add_row(
             d.id,
@@ -223,9 +220,7 @@ def library_search(
     if not hits:
         err.print("nothing in the library matches", markup=False)
         return
-    table = Table(box=None, pad_edge=False)
-    for column in ("id", "title", "page", "passage"):
-        table.add_column(column, overflow="fold" if column == "passage" else "ellipsis")
+    table = plain_table("id", "title", "page", "passage", fold=("passage",))
     for h in hits:
         text = " ".join(h.text.split())
         table.add_row(h.doc.id, h.doc.title, h.passage.page or "-", text[:300] + (" ..." if len(text) > 300 else ""))

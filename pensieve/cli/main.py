@@ -29,11 +29,12 @@ from pensieve.cli.support import (
     WorkspaceOpt,
     check_text,
     err,
+    expected_error,
     fail,
     guarded,
     out,
+    plain_table,
     silence,
-    storage_error,
     workspace_of,
 )
 from pensieve.cli.tools import tools_command
@@ -46,6 +47,7 @@ if TYPE_CHECKING:  # the real imports sit inside the commands: `list` and `--hel
     from pensieve.citations.summary import Problem
     from pensieve.config import Settings
     from pensieve.project.listing import ProjectRow
+    from pensieve.project.run_outcome import Outcome
     from pensieve.project.source_archive import ArchivedSource
     from pensieve.project.status import Status
     from pensieve.project.workspace import Project
@@ -188,8 +190,12 @@ def run(
         project, settings, options = guarded(prepare)
         raise typer.Exit(guarded(lambda: print_plan(project, settings, options)))
     _hear_stop_requests()
+    from pensieve.cli.run_ending import record_ending
+
+    found: Project | None = None  # once known: where the run's ending is recorded
     try:
-        project, settings, options = guarded(prepare)
+        project, settings, options = prepare()
+        found = project
         from pensieve.model.llm import start_import
 
         start_import()  # litellm loads while the pipeline's modules, preflight and the lock do
@@ -201,16 +207,22 @@ def run(
         reporter = make_reporter(quiet, verbose)
         with reporter:
             result = run_project(project, settings, options, reporter)
-    except PensieveError as exc:
-        fail(exc)
-    except OSError as exc:  # a full disk, a directory made read-only during the run
-        fail(storage_error(exc))
+    except (PensieveError, OSError, RecursionError) as exc:
+        # A refusal (nothing changed), a full disk, a directory made read-only during the run.
+        error = expected_error(exc)
+        record_ending(workspace, project_id, found, "error", error.exit_code, error=error)
+        fail(error)
     except KeyboardInterrupt:
         # Before the run started, nothing changed; after, the stage in flight is marked.
+        record_ending(workspace, project_id, found, "interrupted", 130, error="interrupted before it finished")
         err.print(f"interrupted: run `pensieve run {project_id}` to continue where it stopped", markup=False)
         raise typer.Exit(130) from None
+    except Exception as exc:  # a bug: recorded, then shown as Python shows it
+        record_ending(workspace, project_id, found, "crashed", 1, error=f"{type(exc).__name__}: {exc}")
+        raise
     final = result.status
     if result.failed:
+        record_ending(workspace, project_id, project, "failed", 1, error=final.error, failed_stage=final.current_stage)
         err.print(f"failed: {final.error}", markup=False)
         err.print(f"fix the cause, then `pensieve run {project.id}` retries from {final.current_stage}", markup=False)
         raise typer.Exit(1)
@@ -225,9 +237,12 @@ def run(
     if final.status == "complete":
         from pensieve.stages import Artifact
 
-        err.print(f"complete: {project.file(Artifact.FINAL)}", markup=False)
+        outcome: Outcome = "complete"
+        ending = f"complete: {project.file(Artifact.FINAL)}"
     else:
-        err.print(f"paused before {final.current_stage}: `pensieve run {project.id}` continues", markup=False)
+        outcome, ending = "paused", f"paused before {final.current_stage}: `pensieve run {project.id}` continues"
+    record_ending(workspace, project_id, project, outcome, 0, message=ending)
+    err.print(ending, markup=False)
     err.print(summary, markup=False)
     _print_stale(project, final)
 
@@ -314,9 +329,9 @@ def status(
     from pensieve.project.listing import effective_status
     from pensieve.stages import ARTICLE_VERSIONS
 
-    table = Table(box=None, pad_edge=False)
-    for column in ("stage", "status", "started", "duration", "calls", "prompt tok", "compl tok", "cost", "error"):
-        table.add_column(column, overflow="fold" if column == "error" else "ellipsis")
+    table = plain_table(
+        "stage", "status", "started", "duration", "calls", "prompt tok", "compl tok", "cost", "error", fold=("error",)
+    )
     for name, entry in doc.stages.items():
         duration = f"{entry.duration_s:.1f}s" if entry.duration_s is not None else "-"
         cost = (
@@ -426,16 +441,12 @@ def sources(
 
     project, found = guarded(action)
     if as_json:
-        from dataclasses import asdict
-
-        print_json([asdict(s) for s in found])
+        print_json([s.record() for s in found])
         return
     if not found:
         err.print(f"{project.id} has no sources yet; the researcher archives every page it fetches", markup=False)
         return
-    table = Table(box=None, pad_edge=False)
-    for column in ("id", "fetched", "size", "title", "url"):
-        table.add_column(column, overflow="fold" if column in ("title", "url") else "ellipsis")
+    table = plain_table("id", "fetched", "size", "title", "url", fold=("title", "url"))
     for s in found:
         # Titles come from web pages: Text() keeps rich from reading "[...]" in them as markup.
         table.add_row(s.id, s.fetched_at[:19].replace("T", " "), f"{s.size:,}", Text(s.title or "-"), Text(s.final_url))

@@ -14,6 +14,8 @@ from rich.console import Console
 from pensieve.errors import PensieveError, UsageError, has_lone_surrogate, shown_name
 
 if TYPE_CHECKING:  # imported for real inside the functions, so `--help` stays light
+    from rich.table import Table
+
     from pensieve.project.workspace import Workspace
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -36,12 +38,17 @@ def fail(error: PensieveError) -> NoReturn:
 def guarded(action: Callable[[], T]) -> T:
     try:
         return action()
-    except PensieveError as exc:
-        fail(exc)
-    except OSError as exc:
-        fail(storage_error(exc))
-    except RecursionError:
-        fail(PensieveError("a file Pensieve read is nested too deeply to be one of its own; check the project's files"))
+    except (PensieveError, OSError, RecursionError) as exc:
+        fail(expected_error(exc))
+
+
+def expected_error(exc: PensieveError | OSError | RecursionError) -> PensieveError:
+    """An expected failure as the PensieveError whose one line the user is shown."""
+    if isinstance(exc, PensieveError):
+        return exc
+    if isinstance(exc, OSError):
+        return storage_error(exc)
+    return PensieveError("a file Pensieve read is nested too deeply to be one of its own; check the project's files")
 
 
 def storage_error(exc: OSError) -> PensieveError:
@@ -89,3 +96,14 @@ def check_text(value: str | None, what: str) -> str | None:
     if value is not None and has_lone_surrogate(value):
         raise UsageError(f"{what} is not valid UTF-8 text; check the terminal's encoding or use --file")
     return value
+
+
+def plain_table(*columns: str, fold: tuple[str, ...] = ()) -> Table:
+    """The commands' borderless table with these columns, each cut with an ellipsis when
+    too wide but the `fold` ones (long text: titles, errors, URLs), which wrap."""
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for column in columns:
+        table.add_column(column, overflow="fold" if column in fold else "ellipsis")
+    return table

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
-from pensieve.cli.support import JsonOpt, WorkspaceOpt, check_text, err, guarded, out, workspace_of
+from pensieve.cli.support import JsonOpt, WorkspaceOpt, check_text, err, guarded, out, plain_table, workspace_of
 from pensieve.errors import UsageError, shown_name
 from pensieve.json_text import print_json
 
@@ -105,9 +104,7 @@ def topics_list(workspace: WorkspaceOpt = "default", as_json: JsonOpt = False) -
     if not library.topics:
         err.print(f"no topics in workspace {workspace!r}; add one with: pensieve topics add TITLE", markup=False)
         return
-    table = Table(box=None, pad_edge=False)
-    for column in ("slug", "title", "tags", "updated"):
-        table.add_column(column, overflow="fold" if column == "title" else "ellipsis")
+    table = plain_table("slug", "title", "tags", "updated", fold=("title",))
     for t in library.topics:
         table.add_row(t.slug, t.title, ", ".join(t.tags) or "-", t.updated or "-")
     out.print(table)
@@ -163,9 +160,7 @@ def topics_search(
     if not result.hits:
         err.print("no topic is relevant enough (topics.min_score sets the floor)", markup=False)
         return
-    table = Table(box=None, pad_edge=False)
-    for column in ("score", "slug", "title", "snippet"):
-        table.add_column(column, overflow="fold" if column == "snippet" else "ellipsis")
+    table = plain_table("score", "slug", "title", "snippet", fold=("snippet",))
     for h in result.hits:
         table.add_row(f"{h.score:.2f}", h.slug, h.title, h.snippet)
     out.print(table)

@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from pensieve.config import Settings
 from pensieve.estimate.conversation import Shape
-from pensieve.model.llm import LLMReply, context_chars
+from pensieve.model.llm import LLMReply, Messages, Tools, context_chars
 from pensieve.project.events import EventBus
 from pensieve.project.workspace import Project
 from pensieve.run.agent import AgentRun, system_prompt, task_message, tool_cap
@@ -68,12 +67,7 @@ class _NoModel:
         return 0
 
     async def complete(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        temperature: float | None = None,
-        purpose: str = "agent",
+        self, messages: Messages, *, tools: Tools = None, temperature: float | None = None, purpose: str = "agent"
     ) -> LLMReply:
         raise RuntimeError("an estimate never calls a model")
 

@@ -8,7 +8,7 @@ changed since they were stored.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -168,7 +168,7 @@ def stale_artifacts(project: Project) -> list[str]:
 CONFIDENT = 0.7
 
 
-def unsupported_sentences(entry: dict[str, Any]) -> list[dict[str, Any]]:
+def unsupported_sentences(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Unsupported sentences citing at least one archived source (an id that is not in the
     archive is the citation check's problem, reported and repaired there)."""
     return [
@@ -191,7 +191,7 @@ def _sure(citation: dict[str, Any]) -> bool:
     )
 
 
-def confident_sentences(entry: dict[str, Any]) -> list[dict[str, Any]]:
+def confident_sentences(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The unsupported sentences the check is sure of: the ones a stage is asked to fix."""
     return [s for s in unsupported_sentences(entry) if any(_sure(c) for c in s.get("citations", []))]
 
@@ -248,7 +248,7 @@ def _fact_checked(sentence: dict[str, Any], quotes: list[tuple[str, str, str, st
 
 
 def repair_instructions(
-    entry: dict[str, Any],
+    entry: Mapping[str, Any],
     name: str,
     limit: int,
     *,
@@ -311,7 +311,7 @@ def repair_instructions(
     return intro + wrap(f"evidence check of {name}", sanitize(body, collapse_whitespace=False))
 
 
-def problems_of(entry: dict[str, Any], name: str) -> list[str]:
+def problems_of(entry: Mapping[str, Any], name: str) -> list[str]:
     """One line per unsupported sentence the check is sure of, as status.json keeps problems."""
     out = []
     for sentence in confident_sentences(entry):

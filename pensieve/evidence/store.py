@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
 from pensieve.clock import now_iso
 from pensieve.errors import CorruptState
+from pensieve.evidence.schema import ArtifactEvidence, EvidenceSummary
 from pensieve.hashing import sha256_of_bytes
 from pensieve.project.workspace import EVIDENCE_FILE as EVIDENCE_FILE  # its name lives with the other files'
 from pensieve.project.workspace import atomic_write_text, read_file_nofollow
@@ -36,12 +38,14 @@ def text_sha256(text: str) -> str:
     return sha256_of_bytes(text.encode("utf-8", errors="surrogatepass"))
 
 
-def summarize(sentences: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(sentences: Sequence[Mapping[str, Any]]) -> EvidenceSummary:
     counts = {verdict: sum(1 for s in sentences if s["verdict"] == verdict) for verdict in VERDICTS}
     cited = len(sentences)
     return {
         "cited_sentences": cited,
-        **counts,
+        "supported": counts["supported"],
+        "weak": counts["weak"],
+        "unsupported": counts["unsupported"],
         "supported_share": round(counts["supported"] / cited, 3) if cited else None,
     }
 
@@ -74,7 +78,7 @@ def readable_evidence(project_dir: Path) -> dict[str, Any]:
         return {}
 
 
-def well_formed(entry: object) -> TypeGuard[dict[str, Any]]:
+def well_formed(entry: object) -> TypeGuard[ArtifactEvidence]:
     """Whether an artifact's entry has every field, of the type, its readers use (`evidence`,
     `check`, `status`, `list`, the studio, the repair list). A hand edit or another program
     may leave anything in the file: an entry that is not well formed counts as absent, so it
@@ -160,22 +164,25 @@ def _order(name: str) -> int:
 @dataclass(frozen=True)
 class StoredSummary:
     artifact: str
-    summary: dict[str, Any]
+    summary: EvidenceSummary
     current: bool  # False: the artifact changed since (stale)
 
     @property
     def supported_share(self) -> float | None:
-        share = self.summary.get("supported_share")
-        return float(share) if isinstance(share, int | float) else None
+        share = self.summary["supported_share"]
+        return None if share is None else float(share)
 
     def as_json(self) -> dict[str, Any]:
         """The `evidence` object of `status --json`: the artifact, whether its evidence is
         current (False: the file changed since), and the summary's counts and share."""
         keys = ("cited_sentences", *VERDICTS, "supported_share")
-        return {"artifact": self.artifact, "current": self.current, "summary": {k: self.summary.get(k) for k in keys}}
+        summary: Mapping[str, object] = self.summary
+        return {"artifact": self.artifact, "current": self.current, "summary": {k: summary.get(k) for k in keys}}
 
 
-def artifact_entry(project_dir: Path, name: str, data: dict[str, Any] | None) -> tuple[dict[str, Any] | None, bool]:
+def artifact_entry(
+    project_dir: Path, name: str, data: Mapping[str, Any] | None
+) -> tuple[ArtifactEvidence | None, bool]:
     """An artifact's entry in the evidence document `data`, and whether it is current: computed
     on the text now on disk (hashed as the alignment hashed it, so line endings don't matter).
     An entry that is not well formed is None (absent)."""
@@ -188,7 +195,7 @@ def artifact_entry(project_dir: Path, name: str, data: dict[str, Any] | None) ->
     except OSError:
         return entry, False
     text = raw.decode("utf-8", errors="replace")
-    return entry, entry.get("artifact_sha256") == text_sha256(text)
+    return entry, entry["artifact_sha256"] == text_sha256(text)
 
 
 def latest_summary(project_dir: Path) -> StoredSummary | None:

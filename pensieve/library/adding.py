@@ -178,16 +178,11 @@ async def fetch_document(library: Library, url: str, settings: Settings, tags: I
     """Fetch a URL once, through the same guard, robots.txt check and limits as fetch_url,
     and add what came back."""
     from pensieve.web.fetcher import Fetcher, FetchError
-    from pensieve.web.guard import GuardError, refusal
+    from pensieve.web.guard import GuardError
     from pensieve.web.robots import RobotsCache, RobotsRefusal
 
     fetch = settings.fetch
-    fetcher = Fetcher(
-        policy=None if fetch.allow_private_hosts else refusal,
-        max_redirects=fetch.max_redirects,
-        timeout_s=fetch.timeout_s,
-        ca_file=fetch.ca_file,
-    )
+    fetcher = Fetcher.for_settings(fetch)
     robots = RobotsCache(fetcher, fetch.timeout_s)
     limit = settings.library.max_file_bytes
     try:

@@ -18,12 +18,10 @@ paraphrases are both found.
 from __future__ import annotations
 
 import contextlib
-import io
-import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,8 +30,10 @@ import numpy as np
 import numpy.typing as npt
 
 from pensieve.errors import UsageError
-from pensieve.library.store import CATALOG_FILE, Document, FileIdentity, Library, LibraryBusy, file_identity
-from pensieve.project.workspace import atomic_write_bytes, exclusive_lock, open_regular_nofollow
+from pensieve.library.store import CATALOG_FILE, Document, Library, LibraryBusy
+from pensieve.project.index_file import Identity as FileIdentity
+from pensieve.project.index_file import file_identity, pack, unpack, update_lock
+from pensieve.project.workspace import atomic_write_bytes
 from pensieve.topics.embedder import DIMENSION, MODEL_NAME, WEIGHTS_SHA256, Embedder
 
 INDEX_DIR = ".index"
@@ -97,18 +97,11 @@ class LibraryIndex:
             "docs": self.docs,
             "passages": [[p.doc, p.start, p.end, p.page] for p in self.passages],
         }
-        buffer = io.BytesIO()
-        meta = np.frombuffer(json.dumps(manifest, ensure_ascii=False).encode("utf-8"), dtype=np.uint8)
-        np.savez(buffer, vectors=self.vectors, manifest=meta)
-        return buffer.getvalue()
+        return pack(self.vectors, manifest)
 
     @classmethod
     def from_file(cls, path: Path) -> LibraryIndex:
-        with open(open_regular_nofollow(path), "rb") as handle, np.load(handle, allow_pickle=False) as data:
-            vectors = np.ascontiguousarray(data["vectors"], dtype=np.float32)
-            manifest = json.loads(data["manifest"].tobytes().decode("utf-8"))
-        if manifest.get("format") != FORMAT_VERSION:
-            raise ValueError(f"index format {manifest.get('format')!r}, expected {FORMAT_VERSION}")
+        vectors, manifest = unpack(path, FORMAT_VERSION)
         passages = [Passage(str(d), int(s), int(e), str(p)) for d, s, e, p in manifest["passages"]]
         if vectors.ndim != 2 or vectors.shape[1] != DIMENSION or vectors.shape[0] != len(passages):
             raise ValueError(f"vectors have shape {vectors.shape} for {len(passages)} passages")
@@ -144,16 +137,13 @@ def index_path(library: Library) -> Path:
     return library.root / INDEX_DIR / INDEX_FILE
 
 
-@contextlib.contextmanager
-def _index_lock(library: Library, timeout_s: float = 600.0) -> Iterator[None]:
+def _index_lock(library: Library, timeout_s: float = 600.0) -> contextlib.AbstractContextManager[None]:
     path = library.root / INDEX_DIR / LOCK_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
 
     def busy(_holder: str) -> LibraryBusy:
         return LibraryBusy(f"the library index {path.parent} is being updated by another process; try again")
 
-    with exclusive_lock(path, busy, timeout_s):
-        yield
+    return update_lock(path, busy, timeout_s)
 
 
 # The index this process last read or wrote, per path, with the file's identity then.

@@ -25,9 +25,11 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from pensieve.clock import now_iso
-from pensieve.errors import CorruptState, PensieveError, UsageError
+from pensieve.errors import Busy, CorruptState, UsageError
 from pensieve.hashing import sha256_of_bytes
 from pensieve.library.extract import Extracted, ExtractionError, Limits, extract
+from pensieve.project.index_file import Identity as FileIdentity
+from pensieve.project.index_file import file_identity
 from pensieve.project.source_archive import label_at
 from pensieve.project.workspace import (
     TMP_PREFIX,
@@ -56,21 +58,11 @@ MAX_META_BYTES = 20_000_000
 
 # The catalog this process last parsed, per path, with the file's identity then: a search
 # reads it twice, and parsing 100 documents' entries cost ~10 ms a time (bench_library.py).
-FileIdentity = tuple[int, int, int, int]
 _catalogs: dict[Path, tuple[FileIdentity, tuple[Document, ...]]] = {}
 
 
-def file_identity(path: Path) -> FileIdentity | None:
-    """What changes when a file is replaced or rewritten (inode, size, mtime, ctime)."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-class LibraryBusy(PensieveError):
-    exit_code = 1
+class LibraryBusy(Busy):
+    """Another process is changing the library or its index."""
 
 
 @dataclass(frozen=True)

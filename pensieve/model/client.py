@@ -13,11 +13,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from pensieve.config import Settings
 from pensieve.errors import StageFailed
 from pensieve.model import llm
+from pensieve.model.llm import Messages, Tools
 from pensieve.project.events import EventKind, EventSink
 
 
@@ -28,12 +29,7 @@ class ModelClient(Protocol):
     def context_chars(self) -> int: ...
 
     async def complete(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        temperature: float | None = None,
-        purpose: str = "agent",
+        self, messages: Messages, *, tools: Tools = None, temperature: float | None = None, purpose: str = "agent"
     ) -> llm.LLMReply: ...
 
 
@@ -77,12 +73,7 @@ class StageModelClient:
         )
 
     async def complete(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        temperature: float | None = None,
-        purpose: str = "agent",
+        self, messages: Messages, *, tools: Tools = None, temperature: float | None = None, purpose: str = "agent"
     ) -> llm.LLMReply:
         """One model call (retried as the policy says); `temperature` defaults to the stage's."""
         self.check_budget()

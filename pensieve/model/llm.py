@@ -691,6 +691,11 @@ def _token_count(value: Any) -> tuple[int, bool]:
     return int(number), number != int(number)
 
 
+# A conversation as the OpenAI wire format has it, and the tool schemas offered with it (None: none).
+Messages = list[dict[str, Any]]
+Tools = list[dict[str, Any]] | None
+
+
 async def complete(
     *,
     model: str,

@@ -12,11 +12,11 @@ import json
 import os
 import stat
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Required, TypedDict, Unpack, overload
 
 from pensieve.clock import now_iso
 from pensieve.project.workspace import open_regular_nofollow, read_file_nofollow
@@ -26,27 +26,202 @@ _MAX_FIELD = 500
 
 
 class EventKind(StrEnum):
-    STAGE_START = "stage_start"  # model, attempt
-    STAGE_END = "stage_end"  # usage
-    STAGE_ERROR = "stage_error"  # error
+    STAGE_START = "stage_start"
+    STAGE_END = "stage_end"
+    STAGE_ERROR = "stage_error"
     STAGE_INTERRUPTED = "stage_interrupted"
-    MODEL = "model"  # model, purpose, tokens, cost, duration_s, tool_calls | error, error_kind, attempts
-    RETRY = "retry"  # error, error_kind, wait_s
-    TOOL = "tool"  # tool, arguments (a summary), duration_s, error, result_chars
-    CONTEXT_COMPACTED = "context_compacted"  # elided_tool_results
-    TEXT_TOOL_CALLS = "text_tool_calls"  # tools: calls the model wrote as text, run as calls
-    REPAIR = "repair"  # reason (reminder | contract | cut_off), message: a turn asking for a better artifact
-    CITATION_CHECK = "citation_check"  # ok, problems, problem_count, citations_checked
-    EVIDENCE = "evidence"  # file, summary (cited_sentences, supported, weak, unsupported, supported_share), judge_calls
-    NOTE = "note"  # message: something the user should know that is not an error
+    MODEL = "model"
+    RETRY = "retry"
+    TOOL = "tool"
+    CONTEXT_COMPACTED = "context_compacted"
+    TEXT_TOOL_CALLS = "text_tool_calls"
+    REPAIR = "repair"
+    CITATION_CHECK = "citation_check"
+    EVIDENCE = "evidence"
+    NOTE = "note"
     FETCH = "fetch"
     WEB_SEARCH = "web_search"
-    LIBRARY_SEARCH = "library_search"  # query, results: a search of the workspace library
-    MCP_SERVER = "mcp_server"  # server, ok, tools | error: a server started (or failed to) for the run
-    MCP_CALL = "mcp_call"  # server, tool, source, new_source, result_chars, truncated, duration_s | error
+    LIBRARY_SEARCH = "library_search"
+    MCP_SERVER = "mcp_server"
+    MCP_CALL = "mcp_call"
     TOPICS_WARNING = "topics_warning"
     TOPIC_CAPTURED = "topic_captured"
     TOPIC_CAPTURE_FAILED = "topic_capture_failed"
+    # How a `pensieve run` process ended, its last event (pensieve.project.run_outcome.RunEnd):
+    # outcome, exit_code, pid, error, error_kind, failed_stage, message.
+    RUN_END = "run_end"
+
+
+# -- what each kind of event carries: checked where an event is emitted ---------------------
+class StageStart(TypedDict):
+    model: str
+    attempt: int
+
+
+class StageEnd(TypedDict):
+    usage: dict[str, object]  # the stage's Usage as status.json has it
+
+
+class StageError(TypedDict):
+    error: str
+
+
+class NoData(TypedDict):
+    pass
+
+
+class ModelCall(TypedDict, total=False):
+    """A model call answered (tokens, cost, tool calls) or failed for good (error...)."""
+
+    model: Required[str]
+    purpose: Required[str]
+    duration_s: Required[float]
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    tool_calls: list[str]
+    error: str
+    error_kind: str
+    detail: str
+    attempts: int
+
+
+class Retry(TypedDict):
+    error: str
+    error_kind: str
+    detail: str
+    wait_s: float
+
+
+class ToolCall(TypedDict):
+    tool: str
+    arguments: str  # a summary
+    duration_s: float
+    error: str | None
+    result_chars: int
+
+
+class ContextCompacted(TypedDict):
+    elided_tool_results: int
+
+
+class TextToolCalls(TypedDict):
+    tools: list[str]  # calls the model wrote as text, run as calls
+
+
+class Repair(TypedDict):
+    reason: str  # reminder | contract | cut_off
+    message: str  # the turn asking for a better artifact
+
+
+class CitationCheck(TypedDict):
+    ok: bool
+    problems: list[str]
+    problem_count: int
+    citations_checked: int
+
+
+class EvidenceChecked(TypedDict):
+    file: str
+    summary: Mapping[str, object]  # cited_sentences, supported, weak, unsupported, supported_share
+    judge_calls: int
+
+
+class Note(TypedDict):
+    message: str  # something the user should know that is not an error
+
+
+class Fetch(TypedDict, total=False):
+    url: Required[str]
+    final_url: str
+    status: int
+    bytes: int
+    truncated: bool
+    source: str
+    new_source: bool
+    from_archive: bool
+    duration_s: float
+    error: str
+
+
+class WebSearch(TypedDict, total=False):
+    provider: Required[str]
+    search_kind: Required[str]
+    results: Required[int]
+    per_provider: Required[dict[str, int]]
+    duration_s: Required[float]
+    error: str  # the providers that failed, and why
+
+
+class LibrarySearch(TypedDict):
+    query: str
+    results: int
+
+
+class McpServer(TypedDict, total=False):
+    server: Required[str]
+    ok: Required[bool]
+    tools: list[str]
+    error: str | None
+
+
+class McpCall(TypedDict, total=False):
+    server: Required[str]
+    tool: Required[str]
+    source: str
+    new_source: bool
+    result_chars: int
+    truncated: bool
+    duration_s: float
+    error: str
+
+
+class TopicCaptured(TypedDict):
+    slug: str
+    path: str
+
+
+class TopicCaptureFailed(TypedDict):
+    error: str
+
+
+class RunEnded(TypedDict):
+    """How a `pensieve run` process ended (pensieve.project.run_outcome.RunEnd)."""
+
+    outcome: str
+    exit_code: int
+    pid: int
+    error: str | None
+    error_kind: str | None
+    failed_stage: str | None
+    message: str | None
+
+
+# The data each kind carries: what its emitters must give.
+DATA_OF: dict[EventKind, type] = {
+    EventKind.STAGE_START: StageStart,
+    EventKind.STAGE_END: StageEnd,
+    EventKind.STAGE_ERROR: StageError,
+    EventKind.STAGE_INTERRUPTED: NoData,
+    EventKind.MODEL: ModelCall,
+    EventKind.RETRY: Retry,
+    EventKind.TOOL: ToolCall,
+    EventKind.CONTEXT_COMPACTED: ContextCompacted,
+    EventKind.TEXT_TOOL_CALLS: TextToolCalls,
+    EventKind.REPAIR: Repair,
+    EventKind.CITATION_CHECK: CitationCheck,
+    EventKind.EVIDENCE: EvidenceChecked,
+    EventKind.NOTE: Note,
+    EventKind.FETCH: Fetch,
+    EventKind.WEB_SEARCH: WebSearch,
+    EventKind.LIBRARY_SEARCH: LibrarySearch,
+    EventKind.MCP_SERVER: McpServer,
+    EventKind.MCP_CALL: McpCall,
+    EventKind.TOPICS_WARNING: Note,
+    EventKind.TOPIC_CAPTURED: TopicCaptured,
+    EventKind.TOPIC_CAPTURE_FAILED: TopicCaptureFailed,
+    EventKind.RUN_END: RunEnded,
+}
 
 
 @dataclass(frozen=True)
@@ -63,13 +238,82 @@ class Event:
 Subscriber = Callable[[Event], None]
 
 
-class EventSink(Protocol):
-    """What emitters need: tools, the model client and the pipeline all take one."""
+class EventSink:
+    """What emitters need: tools, the model client and the pipeline all take one. The data
+    of each kind is checked where it is emitted, against its TypedDict (DATA_OF)."""
 
-    def emit(self, kind: EventKind, stage: str | None = None, **data: Any) -> None: ...
+    @overload
+    def emit(
+        self, kind: Literal[EventKind.STAGE_START], stage: str | None = ..., **data: Unpack[StageStart]
+    ) -> None: ...
+    @overload
+    def emit(self, kind: Literal[EventKind.STAGE_END], stage: str | None = ..., **data: Unpack[StageEnd]) -> None: ...
+    @overload
+    def emit(
+        self, kind: Literal[EventKind.STAGE_ERROR], stage: str | None = ..., **data: Unpack[StageError]
+    ) -> None: ...
+    @overload
+    def emit(
+        self, kind: Literal[EventKind.STAGE_INTERRUPTED], stage: str | None = ..., **data: Unpack[NoData]
+    ) -> None: ...
+    @overload
+    def emit(self, kind: Literal[EventKind.MODEL], stage: str | None = ..., **data: Unpack[ModelCall]) -> None: ...
+    @overload
+    def emit(self, kind: Literal[EventKind.RETRY], stage: str | None = ..., **data: Unpack[Retry]) -> None: ...
+    @overload
+    def emit(self, kind: Literal[EventKind.TOOL], stage: str | None = ..., **data: Unpack[ToolCall]) -> None: ...
+    @overload
+    def emit(
+        self, kind: Literal[EventKind.CONTEXT_COMPACTED], stage: str | None = ..., **data: Unpack[ContextCompacted]
+    ) -> None: ...
+    @overload
+    def emit(
+        self, kind: Literal[EventKind.TEXT_TOOL_CALLS], stage: str | None = ..., **data: Unpack[TextToolCalls]
+    ) -> None: ...
+    @overload
+    def emit(self, kind: Literal[EventKind.REPAIR], stage: str | None = ..., **data: Unpack[Repair]) -> None: ...
+    @overload
+    def emit(
+        self, kind: Literal[EventKind.CITATION_CHECK], stage: str | None = ..., **data: Unpack[CitationCheck]
+    ) -> None: ...
+    @overload
+    def emit(
+        self, kind: Literal[EventKind.EVIDENCE], stage: str | None = ..., **data: Unpack[EvidenceChecked]
+    ) -> None: ...
+    @overload
+    def emit(self, kind: Literal[EventKind.NOTE], stage: str | None = ..., **data: Unpack[Note]) -> None: ...
+    @overload
+    def emit(self, kind: Literal[EventKind.FETCH], stage: str | None = ..., **data: Unpack[Fetch]) -> None: ...
+    @overload
+    def emit(self, kind: Literal[EventKind.WEB_SEARCH], stage: str | None = ..., **data: Unpack[WebSearch]) -> None: ...
+    @overload
+    def emit(
+        self, kind: Literal[EventKind.LIBRARY_SEARCH], stage: str | None = ..., **data: Unpack[LibrarySearch]
+    ) -> None: ...
+    @overload
+    def emit(self, kind: Literal[EventKind.MCP_SERVER], stage: str | None = ..., **data: Unpack[McpServer]) -> None: ...
+    @overload
+    def emit(self, kind: Literal[EventKind.MCP_CALL], stage: str | None = ..., **data: Unpack[McpCall]) -> None: ...
+    @overload
+    def emit(self, kind: Literal[EventKind.TOPICS_WARNING], stage: str | None = ..., **data: Unpack[Note]) -> None: ...
+    @overload
+    def emit(
+        self, kind: Literal[EventKind.TOPIC_CAPTURED], stage: str | None = ..., **data: Unpack[TopicCaptured]
+    ) -> None: ...
+    @overload
+    def emit(
+        self, kind: Literal[EventKind.TOPIC_CAPTURE_FAILED], stage: str | None = ..., **data: Unpack[TopicCaptureFailed]
+    ) -> None: ...
+    @overload
+    def emit(self, kind: Literal[EventKind.RUN_END], stage: str | None = ..., **data: Unpack[RunEnded]) -> None: ...
+    def emit(self, kind: EventKind, stage: str | None = None, **data: object) -> None:
+        self.deliver(Event(kind, stage, dict(data)))
+
+    def deliver(self, event: Event) -> None:
+        raise NotImplementedError
 
 
-class EventBus:
+class EventBus(EventSink):
     """Delivers each event to every subscriber, in the order they subscribed."""
 
     def __init__(self, *subscribers: Subscriber) -> None:
@@ -78,8 +322,7 @@ class EventBus:
     def subscribe(self, subscriber: Subscriber) -> None:
         self._subscribers.append(subscriber)
 
-    def emit(self, kind: EventKind, stage: str | None = None, **data: Any) -> None:
-        event = Event(kind, stage, data)
+    def deliver(self, event: Event) -> None:
         for subscriber in self._subscribers:
             subscriber(event)
 
@@ -97,7 +340,7 @@ def _short(value: Any) -> Any:
     return value
 
 
-class EventLog:
+class EventLog(EventSink):
     """events.jsonl, a subscriber: appends whole lines with O_APPEND, so a crash can lose
     at most the last line. Secrets are scrubbed and long fields cut."""
 
@@ -125,9 +368,9 @@ class EventLog:
             finally:
                 os.close(fd)
 
-    def emit(self, kind: EventKind, stage: str | None = None, **data: Any) -> None:
+    def deliver(self, event: Event) -> None:
         """Log one event directly (code that runs outside a pipeline run, e.g. capture)."""
-        self(Event(kind, stage, data))
+        self(event)
 
     def _needs_newline(self) -> bool:
         """A line cut short by a crash must not swallow the first line this run appends."""

@@ -57,10 +57,11 @@ def normalize_url(url: str) -> str:
     return urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
 
 
-@dataclass(frozen=True)
-class SourceMeta:
-    """What is known of a source as a work: from the search result that led to it, or from
-    the page's own citation meta tags. Empty strings and None where unknown."""
+@dataclass(frozen=True, kw_only=True)
+class WorkFields:
+    """What is known of a source as a work, the one list of these fields: every record of a
+    source (the archive's, the citation check's, a search result) adds them after its own,
+    keyword-only. Empty strings and None where unknown."""
 
     authors: tuple[str, ...] = ()
     year: int | None = None
@@ -70,6 +71,15 @@ class SourceMeta:
     published: str = ""  # ISO date, or its year-month / year prefix
     arxiv_id: str = ""
     pmid: str = ""
+
+
+META_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(WorkFields))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceMeta(WorkFields):
+    """A source's metadata alone: from the search result that led to it, or from the page's
+    own citation meta tags."""
 
     def filled_from(self, other: SourceMeta) -> SourceMeta:
         """This metadata with its gaps filled from `other`."""
@@ -84,11 +94,8 @@ class SourceMeta:
         return {name: getattr(self, name) for name in META_FIELDS}
 
 
-META_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(SourceMeta))
-
-
 @dataclass(frozen=True)
-class ArchivedSource:
+class ArchivedSource(WorkFields):
     id: str
     url: str
     final_url: str
@@ -101,21 +108,20 @@ class ArchivedSource:
     raw_file: str
     # Other URLs that led to this same page (a redirect to it, or the page asked for directly).
     also: tuple[str, ...] = ()
-    # The work's metadata (SourceMeta): from the search result that led here or the page's tags.
-    authors: tuple[str, ...] = ()
-    year: int | None = None
-    venue: str = ""
-    doi: str = ""
-    publisher: str = ""
-    published: str = ""
-    arxiv_id: str = ""
-    pmid: str = ""
+    # The work's metadata (WorkFields) follow here in the record: from the search result
+    # that led here or the page's tags.
     # Where the text came from: "" for a fetched web page, "mcp:<server>/<tool>" for the
     # result of an MCP tool (whose url is mcp://<server>/<tool>?<arguments>).
     origin: str = ""
     # A library document's map: (offset in the archived text, page label or heading), in
     # order, so a passage found at an offset is cited with its page ("p. 12").
     pages: tuple[tuple[int, str], ...] = ()
+
+    def record(self) -> dict[str, Any]:
+        """The fields as index.json, a source file's front matter and `sources --json` list
+        them: the source's own up to `also`, the work's metadata, then origin and pages."""
+        values = asdict(self)
+        return {name: values[name] for name in _RECORD_ORDER}
 
     @property
     def number(self) -> int:
@@ -127,7 +133,10 @@ class ArchivedSource:
         return SourceMeta(**{name: getattr(self, name) for name in META_FIELDS})
 
 
-_SOURCE_FIELDS = frozenset(f.name for f in fields(ArchivedSource))
+_OWN = [f.name for f in fields(ArchivedSource) if f.name not in META_FIELDS]
+_AFTER_ALSO = _OWN.index("also") + 1
+_RECORD_ORDER = (*_OWN[:_AFTER_ALSO], *META_FIELDS, *_OWN[_AFTER_ALSO:])
+_SOURCE_FIELDS = frozenset(_RECORD_ORDER)
 
 
 def _source_from(values: dict[str, Any], **overrides: Any) -> ArchivedSource:
@@ -288,7 +297,7 @@ class SourceArchive:
         atomic_write_bytes(self.project_dir / raw_file, body)
         header = {
             k: [list(p) for p in v] if k == "pages" else list(v) if isinstance(v, tuple) else v
-            for k, v in asdict(source).items()
+            for k, v in source.record().items()
             # Metadata only where known; an MCP result's origin and a library document's page
             # map likewise (a web page's front matter is unchanged).
             if k != "file" and (k not in (*META_FIELDS, "origin", "pages") or v)
@@ -302,7 +311,7 @@ class SourceArchive:
     def _write_index(self, sources: list[ArchivedSource]) -> None:
         atomic_write_text(
             self.dir / INDEX_JSON,
-            json.dumps({"sources": [asdict(s) for s in sources]}, indent=1, ensure_ascii=False) + "\n",
+            json.dumps({"sources": [s.record() for s in sources]}, indent=1, ensure_ascii=False) + "\n",
         )
         lines = [
             "# Sources",

@@ -112,6 +112,11 @@ def special_file_kind(path: Path) -> str | None:
         return None  # absent, or a parent that is no directory: the write itself reports it
     if stat.S_ISREG(mode):
         return None
+    return mode_kind(mode)
+
+
+def mode_kind(mode: int) -> str:
+    """What a file of this mode is, said for one line of a refusal ("a FIFO", "a socket"...)."""
     return next((kind for is_kind, kind in _KINDS if is_kind(mode)), "not a regular file")
 
 

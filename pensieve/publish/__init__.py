@@ -2,8 +2,9 @@
 
 `document` reads an artifact once (citations resolved to archived sources, evidence
 attached); `render` turns it into an HTML fragment every HTML output shares (the export
-and the studio's Read page); the other modules write one format each. Nothing here
+and the studio's Read page); `links` is the one rule for which link targets may be links;
+the other modules write one format each. Nothing here
 imports litellm or torch.
 """
 
-__all__ = ["bundle", "document", "export", "render"]
+__all__ = ["bundle", "document", "export", "links", "render"]

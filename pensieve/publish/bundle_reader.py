@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from pensieve.errors import PensieveError, UsageError
-from pensieve.project.workspace import TMP_PREFIX, special_file_kind, walk_tree
+from pensieve.project.workspace import TMP_PREFIX, mode_kind, special_file_kind, walk_tree
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_TOTAL_BYTES = 2 * 1024 * 1024 * 1024
@@ -57,15 +57,7 @@ class Bundle(Protocol):
 
 
 def _kind_of_mode(mode: int) -> str:
-    kinds = [
-        (stat.S_ISLNK, "is a symbolic link"),
-        (stat.S_ISFIFO, "is a FIFO"),
-        (stat.S_ISSOCK, "is a socket"),
-        (stat.S_ISCHR, "is a character device"),
-        (stat.S_ISBLK, "is a block device"),
-        (stat.S_ISDIR, "is a directory"),
-    ]
-    return next((kind for is_kind, kind in kinds if is_kind(mode)), "is not a regular file")
+    return f"is {mode_kind(mode)}"
 
 
 class DirectoryBundle:

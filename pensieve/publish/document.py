@@ -13,6 +13,7 @@ stale evidence is reported, never shown as current.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from pensieve.citations.text import (
     split_references,
 )
 from pensieve.errors import CorruptState, UsageError
+from pensieve.evidence.schema import CitationEvidence, EvidenceSummary
 from pensieve.evidence.store import EVIDENCE_FILE, VERDICTS, load_evidence, text_sha256, well_formed
 from pensieve.front_matter import FrontMatterError, parse_front_matter
 from pensieve.project.source_archive import ArchivedSource, SourceArchive, normalize_url
@@ -104,7 +106,7 @@ class Reference:
 class EvidenceState:
     status: str  # "current" | "stale" | "absent" | "unreadable"
     generated_at: str | None = None
-    summary: dict[str, Any] | None = None
+    summary: EvidenceSummary | None = None
 
 
 @dataclass
@@ -439,7 +441,7 @@ class _Sentence:
     end: int
     text: str
     findings: tuple[str, ...]
-    citations: dict[str, dict[str, Any]]
+    citations: dict[str, CitationEvidence]
 
 
 def _load_evidence(
@@ -487,7 +489,7 @@ def _evidence_for(sentences: list[_Sentence], offset: int, source_id: str) -> Ci
     return None
 
 
-def _cited_evidence(sentence: _Sentence, cited: dict[str, Any]) -> CitedEvidence:
+def _cited_evidence(sentence: _Sentence, cited: Mapping[str, Any]) -> CitedEvidence:
     verdict = str(cited.get("verdict") or "")
     # Anything but the three known verdicts is shown as unsupported, never as supported.
     verdict = verdict if verdict in VERDICTS else "unsupported"

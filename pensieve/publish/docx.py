@@ -26,7 +26,8 @@ from markdown_it.token import Token
 
 from pensieve import __version__
 from pensieve.publish.document import PLACEHOLDER, Article, CiteItem
-from pensieve.publish.references import clean_text, safe_url
+from pensieve.publish.links import safe_link
+from pensieve.publish.references import clean_text
 from pensieve.publish.render import markdown_parser
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
@@ -40,6 +41,14 @@ def _xml_text(text: str) -> str:
 
 def _bookmark(number: int) -> str:
     return f"ref_{number}"
+
+
+# Markdown's emphasis tokens (on at *_open, off at *_close), by the _Style field each sets.
+_EMPHASIS = {
+    f"{tag}_{edge}": attribute
+    for tag, attribute in (("strong", "bold"), ("em", "italic"), ("s", "strike"))
+    for edge in ("open", "close")
+}
 
 
 @dataclass
@@ -144,27 +153,17 @@ class _Inline:
                 self.run(" ")
             elif kind == "hardbreak":
                 self.paragraph.add_run().add_break()
-            elif kind == "strong_open":
-                self.style.bold = True
-            elif kind == "strong_close":
-                self.style.bold = False
-            elif kind == "em_open":
-                self.style.italic = True
-            elif kind == "em_close":
-                self.style.italic = False
-            elif kind == "s_open":
-                self.style.strike = True
-            elif kind == "s_close":
-                self.style.strike = False
+            elif kind in _EMPHASIS:  # strong, em and s: on at their open token, off at the close
+                setattr(self.style, _EMPHASIS[kind], kind.endswith("_open"))
             elif kind == "link_open":
-                url = safe_url(str(child.attrGet("href") or ""))
+                url = safe_link(str(child.attrGet("href") or ""), in_document=False)
                 if url is not None and self._link_element is None:
                     self.open_link(url=url)
             elif kind == "link_close":
                 self.close_link()
             elif kind == "image":
                 alt = PLACEHOLDER.sub("", "".join(c.content for c in child.children or [])).strip() or "image"
-                url = safe_url(str(child.attrGet("src") or ""))
+                url = safe_link(str(child.attrGet("src") or ""), in_document=False)
                 if url is not None and self._link_element is None:
                     self.open_link(url=url)
                     self.run(f"[image: {alt}]")
@@ -329,20 +328,14 @@ class _Writer:
             writer = _Inline(self.article, paragraph)
             writer.run(f"{ref.number}.\t")
             if parts.label:
-                label = parts.label + (f" ({parts.year})" if parts.year and parts.year not in parts.label else "")
-                writer.run(f"{label.rstrip('.')}. ")
+                writer.run(f"{parts.dated_label.rstrip('.')}. ")
             writer.style.italic = True
             writer.run(parts.title.rstrip("."))
             writer.style.italic = False
             writer.run(". ")
-            if parts.venue:
-                writer.run(f"{parts.venue.rstrip('.')}. ")
-            if parts.pages:
-                writer.run(f"{parts.pages}. ")
-            if parts.site and parts.site != parts.label:
-                writer.run(f"{parts.site}. ")
-            if parts.fetched:
-                writer.run(f"Fetched {parts.fetched}. ")
+            for kind, value in parts.middle():
+                shown = {"venue": value.rstrip("."), "fetched": f"Fetched {value}"}.get(kind, value)
+                writer.run(f"{shown}. ")
             if parts.doi:
                 writer.run(f"doi:{parts.doi} ")
             if parts.link:

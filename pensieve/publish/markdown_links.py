@@ -26,7 +26,7 @@ from markdown_it.helpers import parseLinkDestination
 from markdown_it.token import Token
 
 from pensieve.citations.text import code_spans
-from pensieve.publish.references import safe_url
+from pensieve.publish.links import safe_link
 
 # Where a link target starts: after `](` (inline link or image) or after the `]:` of a
 # definition, with the blanks, one line break and container marks (`>` of a block quote,
@@ -43,12 +43,9 @@ _ROUNDS = 4
 
 
 def allowed_target(url: str) -> bool:
-    """An http(s) URL with a host or an in-document `#...` target. Blanks and control
-    characters are dropped first, as browsers drop them before reading a scheme."""
-    squeezed = re.sub(r"[\x00-\x20\x7f]", "", url)
-    if squeezed.startswith("#"):
-        return True
-    return safe_url(squeezed) is not None
+    """An http(s) URL with a host or an in-document `#...` target: the rule of
+    pensieve.publish.links, which every renderer follows."""
+    return safe_link(url) is not None
 
 
 def rewrite_targets(text: str) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from pensieve.publish.links import safe_link
 from pensieve.untrusted import INVISIBLE
 
 # Control characters (but tab and newline), which also make XML (DOCX) unwritable.
@@ -23,18 +24,6 @@ def clean_text(value: object) -> str:
     """A one-line plain string: control, zero-width and bidi-override characters dropped
     (a page title cannot reorder the text around it), whitespace collapsed."""
     return " ".join(INVISIBLE.sub("", _CONTROL.sub("", str(value or ""))).split())
-
-
-def safe_url(url: str) -> str | None:
-    """The URL if it may be a link (http or https with a host), else None."""
-    url = clean_text(url)
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return None
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        return None
-    return url
 
 
 def site_of(url: str) -> str:
@@ -73,20 +62,24 @@ class ReferenceParts:
     # A library document's pages of the cited passages: "p. 12", "pp. 3, 12" ('' for a page).
     pages: str = ""
 
+    @property
+    def dated_label(self) -> str:
+        """The label with the year after it, unless the label holds it already ("" without a label)."""
+        return self.label + (f" ({self.year})" if self.label and self.year and self.year not in self.label else "")
+
+    def middle(self) -> list[tuple[str, str]]:
+        """(kind, text) of what stands between the title and the DOI, in this order, each
+        format marking it up its own way: venue, pages, site (unless it is the label), fetched."""
+        found = [("venue", self.venue), ("pages", self.pages)]
+        if self.site != self.label:
+            found.append(("site", self.site))
+        found.append(("fetched", self.fetched))
+        return [(kind, value) for kind, value in found if value]
+
     def text(self) -> str:
         """The entry on one line of plain text: `Label. Title. Site. Fetched DATE. URL`."""
-        pieces = [self.label]
-        if self.year and self.year not in self.label:
-            pieces[0] = f"{self.label} ({self.year})" if self.label else self.year
-        pieces.append(self.title)
-        if self.venue:
-            pieces.append(self.venue)
-        if self.pages:
-            pieces.append(self.pages)
-        if self.site and self.site != self.label:
-            pieces.append(self.site)
-        if self.fetched:
-            pieces.append(f"Fetched {self.fetched}")
+        pieces = [self.dated_label or self.year, self.title]
+        pieces += [f"Fetched {value}" if kind == "fetched" else value for kind, value in self.middle()]
         out = ". ".join(p.rstrip(".") for p in pieces if p) + "."
         if self.doi:
             out += f" doi:{self.doi}"
@@ -130,7 +123,7 @@ def reference_parts(source: Any) -> ReferenceParts:
         fetched=fetched_at[:10],
         fetched_at=fetched_at,
         url=url,
-        link=safe_url(url),
+        link=safe_link(url, in_document=False),
         year="" if year in ("0", "None") else year,
         venue=venue,
         publisher=publisher,

@@ -35,6 +35,7 @@ from pensieve.publish.document import (
     Reference,
     load_article,
 )
+from pensieve.publish.links import safe_link
 
 # In a bundle, each cited source's archived text sits at sources/<id>.txt.
 BUNDLE_SOURCE_DIR = "sources"
@@ -61,20 +62,6 @@ def escape(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def safe_href(url: str) -> str | None:
-    """A link target that may be kept: http(s), or relative (a path, a fragment, a query).
-    Control characters and spaces are dropped before the scheme is read, as browsers do."""
-    squeezed = re.sub(r"[\x00-\x20\x7f]", "", url)
-    if not squeezed:
-        return None
-    if squeezed.startswith(("//", "\\", "/\\")):
-        return None  # protocol-relative: another host, whatever the scheme
-    scheme = _SCHEME.match(squeezed)
-    if scheme is None:
-        return None if ":" in squeezed.split("/")[0].split("?")[0].split("#")[0] else url.strip()
-    return url.strip() if scheme.group(1).lower() in ("http", "https") else None
-
-
 def bundle_source_path(source_id: str) -> str:
     return f"{BUNDLE_SOURCE_DIR}/{source_id}.txt"
 
@@ -82,7 +69,7 @@ def bundle_source_path(source_id: str) -> str:
 def markdown_parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
-    md.validateLink = lambda url: safe_href(url) is not None  # type: ignore[method-assign]
+    md.validateLink = lambda url: safe_link(url) is not None  # type: ignore[method-assign]
     return md
 
 
@@ -178,7 +165,7 @@ def _render_image(self: Any, tokens: Sequence[Token], idx: int, options: Any, en
     alt = self.renderInlineAsText(token.children or [], options, env)
     alt = PLACEHOLDER.sub("", alt).strip() or "image"
     label = f"[image: {escape(alt)}]"
-    src = safe_href(str(token.attrGet("src") or ""))
+    src = safe_link(str(token.attrGet("src") or ""), in_document=False)
     if src is None or _inside_link(tokens, idx):
         return f'<span class="image-ref">{label}</span>'
     return f'<a class="image-ref" href="{escape(src)}" rel="nofollow noopener noreferrer">{label}</a>'
@@ -199,7 +186,7 @@ def _render_heading_open(self: Any, tokens: Sequence[Token], idx: int, options: 
 
 def _render_link_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
     token = tokens[idx]
-    href = safe_href(str(token.attrGet("href") or "")) or "#"
+    href = safe_link(str(token.attrGet("href") or "")) or "#"
     title = token.attrGet("title")
     extra = f' title="{escape(str(title))}"' if title else ""
     rel = ' rel="nofollow noopener noreferrer"' if _SCHEME.match(href) else ""
@@ -289,20 +276,14 @@ def _reference_html(ref: Reference, *, bundle_links: bool) -> str:
         title = f'<a href="{escape(parts.link)}" {rel}>{title}</a>'
     pieces = []
     if parts.label:
-        label = parts.label + (f" ({parts.year})" if parts.year and parts.year not in parts.label else "")
-        pieces.append(f'<span class="ref-label">{escape(label)}.</span>')
+        pieces.append(f'<span class="ref-label">{escape(parts.dated_label)}.</span>')
     pieces.append(f'<cite class="ref-title">{title}</cite>.')
-    if parts.venue:
-        pieces.append(f'<span class="ref-venue">{escape(parts.venue)}.</span>')
-    if parts.pages:
-        pieces.append(f'<span class="ref-pages">{escape(parts.pages)}.</span>')
-    if parts.site and parts.site != parts.label:
-        pieces.append(f'<span class="ref-site">{escape(parts.site)}.</span>')
-    if parts.fetched:
-        pieces.append(
-            f'<span class="ref-fetched">Fetched <time datetime="{escape(parts.fetched_at)}">'
-            f"{escape(parts.fetched)}</time>.</span>"
-        )
+    for kind, value in parts.middle():
+        if kind == "fetched":
+            value = f'Fetched <time datetime="{escape(parts.fetched_at)}">{escape(value)}</time>'
+        else:
+            value = escape(value)
+        pieces.append(f'<span class="ref-{kind}">{value}.</span>')
     if parts.doi:
         pieces.append(f'<span class="ref-doi">doi:{escape(parts.doi)}</span>')
     url_text = escape(parts.url)

@@ -14,7 +14,7 @@ import contextlib
 import os
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pensieve.citations import hooks as citation_hooks
 from pensieve.clock import now_iso
@@ -46,6 +46,7 @@ from pensieve.tools.registry import RunResources, Tool, ToolContext
 from pensieve.topics.capture import capture_on_complete
 
 if TYPE_CHECKING:
+    from pensieve.evidence.schema import ArtifactEvidence
     from pensieve.tools.mcp import McpServers
 
 # Hooks run once when a project completes (e.g. capturing it into the topic library).
@@ -374,32 +375,28 @@ class Runner:
     def evidence_feedback(self, stage: Stage) -> str:
         """The unsupported sentences of the artifact this stage revises, to fix."""
         settings = self.settings.evidence
-        if stage.evidence_from is None or not (settings.enabled and settings.repair):
+        if stage.revises is None or not (settings.enabled and settings.repair):
             return ""
         from pensieve.evidence.hooks import repair_instructions
 
-        entry = self._evidence_entry(stage.evidence_from)
+        entry = self._evidence_entry(stage.revises)
         if entry is None:
             return ""
         return (
-            repair_instructions(
-                entry, stage.evidence_from, settings.max_listed, own=False, project_dir=self.project.dir
-            )
+            repair_instructions(entry, stage.revises, settings.max_listed, own=False, project_dir=self.project.dir)
             or ""
         )
 
     def first_pass_note(self, stage: Stage) -> str:
         """What a stage sent back did the first time: the conversation is new, its work is not."""
-        first = self._evidence_entry(stage.evidence_from) if stage.evidence_from is not None else None
+        first = self._evidence_entry(stage.revises) if stage.revises is not None else None
         listed = ""
         if first is not None and self.settings.evidence.enabled and self.settings.evidence.repair:
             from pensieve.evidence.hooks import confident_sentences
 
             count = len(confident_sentences(first))
             if count:
-                listed = (
-                    f" You were given {count} sentence(s) of {stage.evidence_from} that the evidence check flagged."
-                )
+                listed = f" You were given {count} sentence(s) of {stage.revises} that the evidence check flagged."
         return (
             f"This is your second pass. In your first pass you wrote {stage.writes} (it is on disk; scratch/"
             f"{stage.writes} has your text with source ids).{listed} The checks of your {stage.writes} found "
@@ -496,7 +493,7 @@ class Runner:
             elif stage.resend_on_failed_check:
                 self._keep_evidence_problems(stage)  # a recovered citation check reset the list
 
-    def _evidence_entry(self, name: str) -> dict[str, Any] | None:
+    def _evidence_entry(self, name: str) -> ArtifactEvidence | None:
         """The stored evidence of one artifact; None when there is none (or it is unreadable)."""
         from pensieve.evidence.store import artifact_entry, readable_evidence
 

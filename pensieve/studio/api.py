@@ -19,7 +19,7 @@ from starlette.types import Receive, Scope, Send
 from pensieve.errors import ErrorKind, UsageError
 from pensieve.studio import projects as data
 from pensieve.studio.projects import BadRequest, Conflict
-from pensieve.studio.runs import tail_events
+from pensieve.studio.runs import last_run, tail_events
 
 if TYPE_CHECKING:
     from pensieve.studio.app import Studio
@@ -138,10 +138,12 @@ async def get_project(request: Request) -> Response:
 
 
 async def project_view(request: Request) -> Response:
-    """The project page's data: status, effective state, running pid, stale stages, files."""
+    """The project page's data: status, effective state, running pid, stale stages, files,
+    and how the latest run ended (its run_end event: outcome, exit code, error and its kind)."""
     studio = studio_of(request)
     project = studio.project(request.path_params["id"])
     v = await asyncio.to_thread(data.view, project)
+    ended = await asyncio.to_thread(last_run, project)
     return JSONResponse(
         {
             "id": project.id,
@@ -152,6 +154,7 @@ async def project_view(request: Request) -> Response:
             "files": v.files,
             "status": v.status.model_dump(mode="json"),
             "events": await asyncio.to_thread(studio.event_count, project),
+            "last_run": ended.as_json() if ended is not None else None,
         }
     )
 
@@ -264,12 +267,10 @@ async def sources(request: Request) -> Response:
     project = studio_of(request).project(request.path_params["id"])
 
     def collect() -> list[dict[str, object]]:
-        from dataclasses import asdict
-
         from pensieve.project.source_archive import list_sources
 
         citing = data.citing_sentences(project)
-        return [{**asdict(s), "cited_by": citing.get(s.id, [])} for s in list_sources(project.dir)]
+        return [{**s.record(), "cited_by": citing.get(s.id, [])} for s in list_sources(project.dir)]
 
     return JSONResponse(await asyncio.to_thread(collect))
 

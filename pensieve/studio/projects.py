@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pensieve.errors import CorruptState, ProjectBusy, UsageError, has_lone_surrogate
+from pensieve.evidence.schema import ArtifactEvidence
 from pensieve.evidence.segment import cited_sentences
 from pensieve.evidence.store import EVIDENCE_FILE
 from pensieve.hashing import sha256_of_bytes
@@ -129,7 +130,9 @@ def load_evidence(project: Project) -> dict[str, Any]:
     return readable_evidence(project.dir)
 
 
-def evidence_for(project: Project, name: str, evidence: dict[str, Any] | None = None) -> tuple[dict[str, Any], bool]:
+def evidence_for(
+    project: Project, name: str, evidence: dict[str, Any] | None = None
+) -> tuple[ArtifactEvidence | dict[str, Any], bool]:
     """The evidence entry of an artifact and whether it is current (computed on this text)."""
     from pensieve.evidence.store import artifact_entry
 

@@ -1,5 +1,6 @@
-"""Markdown from models and web pages, rendered as data: no raw HTML, only http(s),
-mailto and relative links, citations turned into links that reveal their passage.
+"""Markdown from models and web pages, rendered as data: no raw HTML, links only where
+pensieve.publish.links allows them (http(s), or a place in the page), citations turned
+into links that reveal their passage.
 
 The Read page uses the article renderer of the HTML export (pensieve.publish.render);
 this module renders every other artifact, and adds the studio's links to the article's
@@ -12,29 +13,21 @@ import html
 import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
-
-_SAFE_SCHEMES = {"http", "https", "mailto"}
-
-
-def safe_url(url: str) -> bool:
-    """http(s)/mailto or a relative link; never javascript:, data:, vbscript: or the like."""
-    cleaned = re.sub(r"[\x00-\x20\x7f]", "", html.unescape(url)).lower()
-    scheme = urlsplit(cleaned).scheme if ":" in cleaned.split("/", 1)[0] else ""
-    return scheme in _SAFE_SCHEMES if scheme else not cleaned.startswith("//") and "\\" not in cleaned
 
 
 @lru_cache(maxsize=1)
 def _markdown() -> MarkdownIt:
     from markdown_it import MarkdownIt
 
+    from pensieve.publish.links import safe_link
+
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
     md.disable("image")  # no outside images (the CSP would block them anyway)
-    md.validateLink = safe_url  # type: ignore[method-assign]
+    md.validateLink = lambda url: safe_link(url) is not None  # type: ignore[method-assign]
 
     # markdown-it binds a render rule to its renderer: it is called with the renderer first.
     def link_open(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:

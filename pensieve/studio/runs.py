@@ -22,14 +22,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pensieve.errors import UsageError
+from pensieve.errors import ErrorKind, UsageError
 from pensieve.project.listing import lock_holder
+from pensieve.project.run_outcome import ENDED_WELL, RECORD_ERRORS_ENV, RunEnd, last_run_end
 from pensieve.project.workspace import RUN_LOCK_WAIT_S, Project, open_nofollow
-from pensieve.studio.projects import BadRequest, Conflict
+from pensieve.studio.projects import BadRequest, Conflict, NotFound
 
 # Set when the studio is told to stop: live feeds end so the server can close at once.
 STOPPING = threading.Event()
-RUN_LOG = "studio-run.log"  # the run's own output, under scratch/ (the CLI's messages)
+RUN_LOG = "studio-run.log"  # the run's own output, under scratch/: for people (how it ended is its run_end event)
 STARTUP_WAIT_S = 30.0
 
 
@@ -83,6 +84,7 @@ class RunManager:
                 raise Conflict(f"project {project.id} is already running (process {holder}); stop it first")
             log_path = project.scratch_dir / RUN_LOG
             project.scratch_dir.mkdir(parents=True, exist_ok=True)
+            events_from = _log_size(project.events_path)  # the child's run_end comes after this
             with log_path.open("wb") as log:
                 child = subprocess.Popen(
                     args,
@@ -96,21 +98,18 @@ class RunManager:
                 )
             self.children[project.id] = child
             threading.Thread(target=child.wait, daemon=True, name=f"reap-{child.pid}").start()
+        started = {"id": project.id, "pid": child.pid, "args": command}
         deadline = time.monotonic() + STARTUP_WAIT_S
         while time.monotonic() < deadline:
             if lock_holder(project) == child.pid:
                 self.locked.add(child.pid)
-                return {"id": project.id, "pid": child.pid, "args": command}
+                return started
             code = child.poll()
             if code is not None:
-                message = _last_line(log_path) or f"the run exited with code {code}"
-                if "is being run by process" in message:
-                    raise Conflict(message.removeprefix("error: "))
-                if code == 0:  # nothing was left to run: it finished at once
-                    return {"id": project.id, "pid": child.pid, "args": command, "finished": message}
-                raise BadRequest(message.removeprefix("error: "))
+                end = await asyncio.to_thread(last_run_end, project.events_path, pid=child.pid, after=events_from)
+                return {**started, "finished": _ended_at_once(end, code)}
             await asyncio.sleep(0.05)
-        return {"id": project.id, "pid": child.pid, "args": command}
+        return started
 
     def stop(self, project: Project) -> dict[str, object]:
         pid = lock_holder(project)
@@ -133,6 +132,7 @@ def _child_env() -> dict[str, str]:
     from pensieve.studio.security import TOKEN_ENV
 
     env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}  # a run has no use for the studio's token
+    env[RECORD_ERRORS_ENV] = "1"  # a refusal is recorded as the run's ending: start() reads it there
     root = str(Path(pensieve.__file__).resolve().parents[1])
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
@@ -175,23 +175,36 @@ def _not_a_run_of(pid: int, project_id: str) -> str | None:
     return f"process {pid} holding {project_id} is not `pensieve run {project_id}`; not signalled"
 
 
+def _ended_at_once(end: RunEnd | None, code: int) -> str:
+    """What a run that ended before it was seen holding the lock said when it ended well;
+    a refusal or a failure raises what its kind answers (400, 404 or 409), in its words."""
+    if end is None:  # killed, or no project to record in: all there is to know is the code
+        if code == 0:
+            return "the run ended at once"
+        raise BadRequest(f"the run exited with code {code} before starting; its output is in scratch/{RUN_LOG}")
+    if end.outcome in ENDED_WELL:
+        return end.message or end.outcome
+    error = end.error or f"the run ended ({end.outcome}, exit code {end.exit_code})"
+    if end.error_kind == ErrorKind.CONFLICT:
+        raise Conflict(error)
+    if end.error_kind == ErrorKind.NOT_FOUND:
+        raise NotFound(error)
+    raise BadRequest(error)
+
+
+def last_run(project: Project) -> RunEnd | None:
+    """How the project's latest run ended (a run started here or in a terminal), from the
+    run_end event it wrote last: None when no run recorded one."""
+    return last_run_end(project.events_path)
+
+
 def last_run_error(project: Project) -> str | None:
-    """Why the last run the studio started failed or was refused, from its output
-    (scratch/studio-run.log): kept across reloads until the next run replaces the log."""
-    line = _last_line(project.scratch_dir / RUN_LOG)
-    for prefix in ("error: ", "failed: "):
-        if line.startswith(prefix):
-            return line.removeprefix(prefix)
-    return None
-
-
-def _last_line(path: Path) -> str:
-    try:
-        lines = [line.strip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines()]
-    except OSError:
-        return ""
-    errors = [line for line in lines if line.startswith(("error:", "failed:"))]
-    return (errors or [line for line in lines if line] or [""])[-1][:500]
+    """Why the latest run failed or was refused, None when it ended well or was interrupted
+    (the stages say so): kept across reloads until the next run ends."""
+    end = last_run(project)
+    if end is None or end.outcome in ENDED_WELL or end.outcome == "interrupted":
+        return None
+    return end.error
 
 
 MAX_FEEDS_PER_PROJECT = 8  # live feeds open at once on one project (tabs, scripts)

@@ -283,27 +283,24 @@ def _wants_page(path: str, headers: dict[str, str]) -> bool:
 
 
 async def _refuse_page(send: Send, status: int, page: str) -> None:
-    body = page.encode("utf-8")
-    headers: list[Any] = [
-        (b"content-type", b"text/html; charset=utf-8"),
-        (b"content-length", str(len(body)).encode("ascii")),
-        (b"cache-control", b"no-store"),
-        (b"x-content-type-options", b"nosniff"),
-        (b"content-security-policy", b"default-src 'none'; style-src 'unsafe-inline'"),
-        (b"referrer-policy", b"no-referrer"),
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    # The page's own style is inline; nothing else may load.
+    await _answer(send, status, page.encode("utf-8"), b"text/html; charset=utf-8", b"; style-src 'unsafe-inline'")
 
 
 async def _refuse(send: Send, status: int, message: str) -> None:
-    body = json.dumps({"error": message}).encode("utf-8")
+    await _answer(send, status, json.dumps({"error": message}).encode("utf-8"), b"application/json")
+
+
+async def _answer(send: Send, status: int, body: bytes, content_type: bytes, csp_extra: bytes = b"") -> None:
+    """A refusal answered before the app: never cached, never sniffed, loading nothing."""
     headers: list[Any] = [
-        (b"content-type", b"application/json"),
+        (b"content-type", content_type),
         (b"content-length", str(len(body)).encode("ascii")),
         (b"cache-control", b"no-store"),
         (b"x-content-type-options", b"nosniff"),
-        (b"content-security-policy", b"default-src 'none'"),
+        (b"content-security-policy", b"default-src 'none'" + csp_extra),
     ]
+    if content_type.startswith(b"text/html"):
+        headers.append((b"referrer-policy", b"no-referrer"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

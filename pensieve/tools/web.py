@@ -27,7 +27,7 @@ from pensieve.untrusted import cap, sanitize, wrap
 from pensieve.web.catalog import CATALOG, SEARCH_KEY_ENV
 from pensieve.web.extract import decode, extract
 from pensieve.web.fetcher import Fetcher, FetchError
-from pensieve.web.guard import GuardError, refusal, split_url
+from pensieve.web.guard import GuardError, split_url
 from pensieve.web.identifiers import canonical_urls
 from pensieve.web.page_meta import page_meta
 from pensieve.web.robots import RobotsCache, RobotsRefusal
@@ -90,12 +90,7 @@ class WebState:
     @classmethod
     def open(cls, settings: Settings) -> WebState:
         fetch = settings.fetch
-        fetcher = Fetcher(
-            policy=None if fetch.allow_private_hosts else refusal,
-            max_redirects=fetch.max_redirects,
-            timeout_s=fetch.timeout_s,
-            ca_file=fetch.ca_file,
-        )
+        fetcher = Fetcher.for_settings(fetch)
         return cls(
             fetcher=fetcher,
             robots=RobotsCache(fetcher, fetch.timeout_s),

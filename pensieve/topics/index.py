@@ -11,23 +11,19 @@ crash or a concurrent reader never sees a half-written index.
 from __future__ import annotations
 
 import contextlib
-import io
-import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
-from pensieve.errors import PensieveError
+from pensieve.errors import Busy
 from pensieve.hashing import sha256_of_bytes
+from pensieve.project.index_file import IndexCache, pack, unpack, update_lock
 from pensieve.project.workspace import (
     Workspace,
-    atomic_write_bytes,
-    exclusive_lock,
-    open_regular_nofollow,
     read_file_nofollow,
 )
 from pensieve.topics.chunking import CHUNKER_VERSION, chunk_topic
@@ -56,8 +52,8 @@ LOCK_TIMEOUT_S = 600.0
 Vectors = npt.NDArray[np.float32]
 
 
-class IndexBusy(PensieveError):
-    exit_code = 1
+class IndexBusy(Busy):
+    """Another process is updating the topic index."""
 
 
 @dataclass(frozen=True)
@@ -149,20 +145,12 @@ class TopicIndex:
                 for e in self.files
             ],
         }
-        buffer = io.BytesIO()
-        meta = np.frombuffer(json.dumps(manifest, ensure_ascii=False).encode("utf-8"), dtype=np.uint8)
-        np.savez(buffer, vectors=self.vectors, manifest=meta)
-        return buffer.getvalue()
+        return pack(self.vectors, manifest)
 
     @classmethod
     def from_file(cls, path: Path) -> TopicIndex:
         """Raises ValueError (or OSError) when the file is not a usable index."""
-        # Opened as Pensieve opens its files: a planted link or FIFO is an OSError, not a hang.
-        with open(open_regular_nofollow(path), "rb") as handle, np.load(handle, allow_pickle=False) as data:
-            vectors = np.ascontiguousarray(data["vectors"], dtype=np.float32)
-            manifest = json.loads(data["manifest"].tobytes().decode("utf-8"))
-        if manifest.get("format") != FORMAT_VERSION:
-            raise ValueError(f"index format {manifest.get('format')!r}, expected {FORMAT_VERSION}")
+        vectors, manifest = unpack(path, FORMAT_VERSION)
         if vectors.ndim != 2 or vectors.shape[1] != DIMENSION:
             raise ValueError(f"vectors have shape {vectors.shape}")
         files = [
@@ -196,11 +184,9 @@ def index_path(workspace: Workspace) -> Path:
     return workspace.root / INDEX_DIR / INDEX_FILE
 
 
-@contextlib.contextmanager
-def index_lock(workspace: Workspace, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+def index_lock(workspace: Workspace, timeout_s: float = LOCK_TIMEOUT_S) -> contextlib.AbstractContextManager[None]:
     """Exclusive while updating; the kernel releases it if the holder dies."""
     path = workspace.root / INDEX_DIR / LOCK_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
 
     def busy(_holder: str) -> IndexBusy:
         return IndexBusy(
@@ -208,31 +194,20 @@ def index_lock(workspace: Workspace, timeout_s: float = LOCK_TIMEOUT_S) -> Itera
             "try again when it finishes"
         )
 
-    with exclusive_lock(path, busy, timeout_s):
-        yield
+    return update_lock(path, busy, timeout_s)
 
 
-# The last index this process read or wrote, per path, with the file's identity then: a
-# search that finds the file unchanged skips parsing it again.
-_cache: dict[Path, tuple[tuple[int, int, int], TopicIndex]] = {}
-
-
-def _identity(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
+# A search that finds the file unchanged skips parsing it again.
+_cache: IndexCache[TopicIndex] = IndexCache()
 
 
 def load_index(path: Path) -> tuple[TopicIndex, str | None]:
     """The stored index (or an empty one) and, if the stored one was unusable, why."""
-    identity = _identity(path)
+    identity, cached = _cache.lookup(path)
     if identity is None:
         return TopicIndex.empty(), None
-    cached = _cache.get(path)
-    if cached and cached[0] == identity:
-        return cached[1], None
+    if cached is not None:
+        return cached, None
     try:
         index = TopicIndex.from_file(path)
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
@@ -241,15 +216,12 @@ def load_index(path: Path) -> tuple[TopicIndex, str | None]:
         return TopicIndex.empty(), f"topic index {path} was unreadable ({reason}); rebuilding it"
     if index.embedding_id != EMBEDDING_ID:
         return TopicIndex.empty(), None  # another model or chunker: re-embed everything
-    _cache[path] = (identity, index)
+    _cache.keep(path, identity, index)
     return index, None
 
 
 def save_index(path: Path, index: TopicIndex) -> None:
-    atomic_write_bytes(path, index.to_bytes())
-    identity = _identity(path)
-    if identity is not None:
-        _cache[path] = (identity, index)
+    _cache.save(path, index.to_bytes(), index)
 
 
 def update_index(workspace: Workspace, embedder: Callable[[], Embedder]) -> UpdateReport:

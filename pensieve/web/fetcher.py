@@ -14,6 +14,7 @@ import ipaddress
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlunsplit
 
 import certifi
@@ -22,6 +23,9 @@ import httpx
 from pensieve import __version__
 from pensieve.web.decoding import BoundedDecoder, DecodingError, accepted_encodings
 from pensieve.web.guard import AddressPolicy, GuardError, Target, resolve, split_url
+
+if TYPE_CHECKING:
+    from pensieve.config import FetchSettings
 
 USER_AGENT = f"Pensieve/{__version__} (research agent; respects robots.txt)"
 REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
@@ -97,6 +101,19 @@ class Fetcher:
                 "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.1",
                 "Accept-Encoding": accepted_encodings(),
             },
+        )
+
+    @classmethod
+    def for_settings(cls, fetch: FetchSettings) -> Fetcher:
+        """The fetcher the configuration's `fetch` section describes (private hosts refused
+        unless fetch.allow_private_hosts): fetch_url's and the library's `add --url`."""
+        from pensieve.web.guard import refusal
+
+        return cls(
+            policy=None if fetch.allow_private_hosts else refusal,
+            max_redirects=fetch.max_redirects,
+            timeout_s=fetch.timeout_s,
+            ca_file=fetch.ca_file,
         )
 
     async def aclose(self) -> None:

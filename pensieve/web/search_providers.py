@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from pensieve.project.source_archive import normalize_url
+from pensieve.project.source_archive import WorkFields, normalize_url
 from pensieve.redact import scrub_key
 from pensieve.web.bounded_http import megabytes
 from pensieve.web.decoding import accepted_encodings
@@ -59,7 +59,7 @@ class SearchError(Exception):
 
 
 @dataclass(frozen=True)
-class SearchResult:
+class SearchResult(WorkFields):
     """One result: the spec's {title, url, snippet}, the provider, and what is known of the work."""
 
     title: str
@@ -68,14 +68,7 @@ class SearchResult:
     url: str
     snippet: str
     source: str = ""  # the provider(s) that returned it, e.g. "arxiv" or "arxiv, openalex"
-    authors: tuple[str, ...] = ()
-    year: int | None = None
-    venue: str = ""
-    doi: str = ""
-    arxiv_id: str = ""
-    pmid: str = ""
-    publisher: str = ""
-    published: str = ""
+    # Then what is known of the work (WorkFields: authors, year, venue, doi, ...), keyword-only.
     landing: str = ""  # the page the provider named for the work, when `url` is an identifier URL
 
     def dedup_keys(self) -> list[str]:

@@ -147,6 +147,7 @@
       case "repair": return "asked again (" + (d.reason || "") + ")";
       case "citation_check": return "citation check: " + (d.ok ? "ok" : (d.problem_count || 0) + " problem(s)");
       case "note": return d.message || "";
+      case "run_end": return "run ended: " + (d.outcome || "") + (d.error ? " (" + d.error + ")" : "");
       default: return d.message || d.error || "";
     }
   }
