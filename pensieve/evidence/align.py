@@ -280,7 +280,12 @@ def assess(
     # An absolute the page states anywhere it says this (any passage as close as a supporting
     # one) is the page's, not the writer's.
     close = " ".join(windows[i].text for i in by_sim if sims[i] >= thresholds.supported)
-    stronger = lexical.stronger_cues(claim, context_text + " " + close, window.text)
+    # A word inside a quotation the page holds verbatim is the page's own ("ultimately failed
+    # to solve" claims no solving), so only the writer's words are checked for strength.
+    own_words = claim
+    for quote in quoted:
+        own_words = own_words.replace(quote, " ")
+    stronger = lexical.stronger_cues(own_words, context_text + " " + close, window.text)
     if stronger:
         found.add("weak", "stated more strongly than the passage: " + ", ".join(stronger), 0.4)
     if covered < _MIN_COVERAGE:
