@@ -18,6 +18,8 @@ from pensieve.citations.cited_sources import load_sources
 from pensieve.citations.references import numbered_for_reader
 from pensieve.hashing import sha256_of_bytes
 from pensieve.project.source_archive import SourceArchive
+from pensieve.project.status import load_status, save_status
+from tests.conftest import Home
 
 HOSTILE_TITLE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2"> Evil "page"'
 
@@ -99,6 +101,19 @@ def write_final(project_dir: Path, hostile: bool = False) -> str:
 
 
 _SENTENCE = re.compile(r"[^.\n]*?(?:\[[\d, ]+\])[^.\n]*\.?")
+
+
+def complete_project(home: Home, project_id: str) -> Path:
+    """A project whose every stage is complete, with the hostile final article and its sources
+    (what `pensieve export` needs)."""
+    home.new("How vector databases index embeddings", "--id", project_id)
+    project_dir = home.project_dir(project_id)
+    write_final(project_dir, hostile=True)
+    status = load_status(project_dir / "status.json")
+    for entry in status.stages.values():
+        entry.status = "complete"
+    save_status(project_dir / "status.json", status)
+    return project_dir
 
 
 def write_evidence(

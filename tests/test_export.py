@@ -25,7 +25,7 @@ from markdown_it import MarkdownIt
 from pensieve.project.status import load_status, save_status
 from pensieve.project.workspace import atomic_write_bytes
 from tests.conftest import Home
-from tests.publish_fixtures import HOSTILE_TITLE, cited_reference, write_evidence, write_final
+from tests.publish_fixtures import HOSTILE_TITLE, cited_reference, complete_project, write_evidence, write_final
 
 PROJECT = "vdb"
 URLS = {
@@ -38,14 +38,7 @@ URLS = {
 
 @pytest.fixture
 def project(home: Home) -> Path:
-    home.new("How vector databases index embeddings", "--id", PROJECT)
-    project_dir = home.project_dir(PROJECT)
-    write_final(project_dir, hostile=True)
-    status = load_status(project_dir / "status.json")
-    for entry in status.stages.values():
-        entry.status = "complete"
-    save_status(project_dir / "status.json", status)
-    return project_dir
+    return complete_project(home, PROJECT)
 
 
 def _export(home: Home, *args: str) -> Path:

@@ -19,10 +19,9 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from pensieve.project.status import load_status, save_status
 from pensieve.publish.markdown import neutralise_markdown
 from tests.conftest import Home
-from tests.publish_fixtures import write_final
+from tests.publish_fixtures import complete_project
 
 PROJECT = "vdb"
 
@@ -184,14 +183,7 @@ def test_arbitrary_punctuation_leaves_no_unsafe_link(source: str) -> None:
 
 @pytest.fixture
 def project(home: Home) -> Path:
-    home.new("How vector databases index embeddings", "--id", PROJECT)
-    project_dir = home.project_dir(PROJECT)
-    write_final(project_dir, hostile=True)
-    status = load_status(project_dir / "status.json")
-    for entry in status.stages.values():
-        entry.status = "complete"
-    save_status(project_dir / "status.json", status)
-    return project_dir
+    return complete_project(home, PROJECT)
 
 
 def test_the_exported_markdown_has_no_unsafe_link(home: Home, project: Path) -> None:
