@@ -115,11 +115,30 @@ def bundle(home: Home) -> Path:
     return path
 
 
+# `python -c` this, PEAK_FILE, then the CLI's arguments: runs the CLI as `python -m pensieve`
+# does, and writes the process's own peak RSS (VmHWM, kB) to PEAK_FILE as it exits.
+_REPORTS_ITS_PEAK = """
+import atexit, runpy, sys
+peak_file = sys.argv.pop(1)
+def report():
+    with open("/proc/self/status") as status:
+        kb = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+    with open(peak_file, "w") as out:
+        out.write(kb)
+atexit.register(report)
+sys.argv[0] = "pensieve"
+runpy.run_module("pensieve", run_name="__main__", alter_sys=True)
+"""
+
+
 def _verify(home: Home, path: Path, *, limit_memory: bool = False) -> tuple[int, str, int]:
     """`pensieve export --verify path` in its own process: (exit code, stderr, peak RSS in
     bytes of that process alone). A 2 GB address-space limit keeps a regression from taking
-    the machine down; the timeout catches a hang."""
-    out, err = home.path / "verify.out", home.path / "verify.err"
+    the machine down; the timeout catches a hang. The peak is the child's own VmHWM, read by
+    the child as it exits: wait4's ru_maxrss would carry over the RSS of the pytest worker it
+    was forked from (Linux keeps the high-water mark across exec), 1.4 GB once torch is in."""
+    out, err, peak = home.path / "verify.out", home.path / "verify.err", home.path / "verify.peak"
+    peak.unlink(missing_ok=True)
 
     def limit() -> None:
         if limit_memory:
@@ -127,7 +146,7 @@ def _verify(home: Home, path: Path, *, limit_memory: bool = False) -> tuple[int,
 
     with out.open("wb") as stdout, err.open("wb") as stderr:
         child = subprocess.Popen(
-            [sys.executable, "-m", "pensieve", "export", "--verify", str(path)],
+            [sys.executable, "-c", _REPORTS_ITS_PEAK, str(peak), "export", "--verify", str(path)],
             env=child_env(home.path),
             stdout=stdout,
             stderr=stderr,
@@ -135,7 +154,7 @@ def _verify(home: Home, path: Path, *, limit_memory: bool = False) -> tuple[int,
         )
         deadline = time.monotonic() + 120
         while True:
-            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+            pid, status, _usage = os.wait4(child.pid, os.WNOHANG)
             if pid:
                 break
             if time.monotonic() > deadline:
@@ -144,7 +163,8 @@ def _verify(home: Home, path: Path, *, limit_memory: bool = False) -> tuple[int,
                 raise AssertionError(f"--verify {path} still running after 120 s")
             time.sleep(0.05)
         child.returncode = os.waitstatus_to_exitcode(status)
-    return child.returncode, err.read_text(), usage.ru_maxrss * 1024
+    assert peak.is_file(), f"--verify {path} ended without reporting its peak memory: {err.read_text()}"
+    return child.returncode, err.read_text(), int(peak.read_text()) * 1024
 
 
 def _one_line(code: int, stderr: str) -> str:
