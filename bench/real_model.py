@@ -685,7 +685,8 @@ def evidence_report(home: Path, runs: list[Run], recorder: Recorder) -> None:
         for stage in ("reviser", "polisher"):
             system, task = recorder.prompts.get((run.project, stage), ("", ""))
             if system or task:
-                told = "The evidence check found" in system + task
+                # The list arrives wrapped as data (evidence.hooks.repair_instructions).
+                told = "source=evidence check of " in system + task
                 print(f"  {index}/{stage}: {'was given' if told else 'was NOT given'} the unsupported sentences")
 
 
