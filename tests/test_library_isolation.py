@@ -28,6 +28,21 @@ def test_a_pdf_is_read_by_a_child_process_with_its_pages_and_metadata(tmp_path: 
         extract("a.pdf", data, Limits(max_pages=1))
 
 
+def test_a_module_planted_in_the_working_directory_is_not_imported_by_the_pdf_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -m` puts the working directory first on sys.path, and `library add` runs where
+    the user's downloads are: a `json.py` there (the child's first import) must not run."""
+    data = write_pdf(tmp_path / "a.pdf", ["First page text."], title="One page").read_bytes()
+    planted = tmp_path / "downloads"
+    planted.mkdir()
+    marker = tmp_path / "planted-ran"
+    (planted / "json.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\nraise SystemExit(9)\n")
+    monkeypatch.chdir(planted)
+    found = extract("a.pdf", data, Limits())
+    assert found.title == "One page" and not marker.exists()
+
+
 @pytest.mark.parametrize(
     ("program", "reason"),
     [

@@ -35,6 +35,7 @@ def extract_pdf(data: bytes, limits: Limits, command: list[str] | None = None) -
     `command` runs another child program in its place (the tests' crashing one)."""
     argv = command or [
         sys.executable,
+        "-P",  # `-m` would put the working directory first on sys.path: a planted json.py there runs
         "-m",
         "pensieve.library.extract",
         json.dumps(
