@@ -72,6 +72,19 @@ def timed(action: object, repeat: int) -> float:
     return statistics.median(times)
 
 
+def studio_env(home: str) -> dict[str, str]:
+    """The environment of a studio over the scratch PENSIEVE_HOME `home` (this process's too,
+    so the bench's own reads see the same home)."""
+    os.environ["PENSIEVE_HOME"] = home
+    return {
+        **os.environ,
+        "PENSIEVE_HOME": home,
+        "PENSIEVE_CONFIG": "",
+        "PENSIEVE_STUDIO_TOKEN": TOKEN,
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+    }
+
+
 def start_studio(env: dict[str, str]) -> tuple[subprocess.Popen[str], str, float, float, float]:
     started = time.perf_counter()
     process = subprocess.Popen(
@@ -139,14 +152,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
-        env = {
-            **os.environ,
-            "PENSIEVE_HOME": tmp,
-            "PENSIEVE_CONFIG": "",
-            "PENSIEVE_STUDIO_TOKEN": TOKEN,
-            "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
-        }
-        os.environ["PENSIEVE_HOME"] = tmp
+        env = studio_env(tmp)
         make_workspace(home, args.projects)
         cli = timed(
             lambda: subprocess.run(

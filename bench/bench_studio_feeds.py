@@ -27,7 +27,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.bench_studio import TOKEN, rss_mib, start_studio
+from bench.bench_studio import TOKEN, rss_mib, start_studio, studio_env
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 TAIL = 150  # what the project page asks for: ?since=<lines - 150>
@@ -138,14 +138,7 @@ def main() -> None:
     counts = [int(n) for n in args.feeds.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
-        env = {
-            **os.environ,
-            "PENSIEVE_HOME": tmp,
-            "PENSIEVE_CONFIG": "",
-            "PENSIEVE_STUDIO_TOKEN": TOKEN,
-            "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
-        }
-        os.environ["PENSIEVE_HOME"] = tmp
+        env = studio_env(tmp)
         lines = make_projects(home, -(-max(counts) // per_project), args.log_mb)
         process, base, _, _, idle = start_studio(env)
         try:

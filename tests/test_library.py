@@ -47,7 +47,7 @@ def _library(home: Home) -> Library:
     return Library(open_workspace(home.path, "default"))
 
 
-def _raft_pdf(tmp_path: Path) -> Path:
+def raft_pdf(tmp_path: Path) -> Path:
     return write_pdf(
         tmp_path / "raft.pdf",
         RAFT_PAGES,
@@ -64,7 +64,7 @@ def _leftovers(home: Home) -> list[str]:
 
 
 def test_a_pdf_is_added_once_with_its_metadata_and_page_map(home: Home, tmp_path: Path) -> None:
-    pdf = _raft_pdf(tmp_path)
+    pdf = raft_pdf(tmp_path)
     added = home.run("library", "add", str(pdf), "--tags", "consensus,papers")
     assert added.exit_code == 0, added.stderr
     doc_id = added.stdout.strip()
@@ -125,7 +125,7 @@ def test_hostile_and_unreadable_files_are_refused_in_one_line_and_nothing_is_hal
     home: Home, tmp_path: Path
 ) -> None:
     home.configure(library={"max_unpacked_bytes": 5_000_000, "max_file_bytes": 50_000_000})
-    good = _raft_pdf(tmp_path)
+    good = raft_pdf(tmp_path)
     (tmp_path / "scanned.pdf").write_bytes(scanned_pdf_bytes())
     (tmp_path / "locked.pdf").write_bytes(pdf_bytes(["A secret page of text."], password="s3cret"))
     (tmp_path / "deep.pdf").write_bytes(deep_pdf_bytes(10_000))
@@ -162,7 +162,7 @@ def test_hostile_and_unreadable_files_are_refused_in_one_line_and_nothing_is_hal
 
 def test_a_pdf_over_max_pages_is_refused(home: Home, tmp_path: Path) -> None:
     home.configure(library={"max_pages": 2})
-    result = home.run("library", "add", str(_raft_pdf(tmp_path)))
+    result = home.run("library", "add", str(raft_pdf(tmp_path)))
     assert result.exit_code == 1
     assert "has 3 pages, more than library.max_pages (2)" in result.stderr
     assert _leftovers(home) == []
@@ -181,7 +181,7 @@ def test_unknown_ids_and_bad_queries_are_usage_errors(home: Home) -> None:
 
 @pytest.mark.slow
 def test_hybrid_search_finds_exact_terms_and_paraphrases_with_pages(home: Home, tmp_path: Path) -> None:
-    pdf = _raft_pdf(tmp_path)
+    pdf = raft_pdf(tmp_path)
     write_docx(tmp_path / "baking.docx", BAKING, title="Bread notes")
     assert home.run("library", "add", str(pdf), str(tmp_path / "baking.docx")).exit_code == 0
     # A paraphrase with none of the passage's words but "leader".
@@ -200,7 +200,7 @@ def test_hybrid_search_finds_exact_terms_and_paraphrases_with_pages(home: Home, 
 @pytest.mark.slow
 def test_the_index_is_incremental(home: Home, tmp_path: Path) -> None:
     library = _library(home)
-    assert home.run("library", "add", str(_raft_pdf(tmp_path))).exit_code == 0
+    assert home.run("library", "add", str(raft_pdf(tmp_path))).exit_code == 0
     first = load_index(index_path(library))
     assert first.docs and len(first.passages) >= 3
     write_docx(tmp_path / "baking.docx", BAKING)
@@ -247,7 +247,7 @@ def test_a_warm_search_sees_another_process_change_the_library(home: Home, tmp_p
     from pensieve.library.index import search
 
     write_docx(tmp_path / "baking.docx", BAKING, title="Bread notes")
-    assert home.run("library", "add", str(_raft_pdf(tmp_path)), str(tmp_path / "baking.docx")).exit_code == 0
+    assert home.run("library", "add", str(raft_pdf(tmp_path)), str(tmp_path / "baking.docx")).exit_code == 0
     library = _library(home)
     counting = _Counting()
     first = search(library, "sourdough starter culture", 5, lambda: counting)

@@ -17,7 +17,7 @@ from tests.fakes.model_server import call
 from tests.fakes.web_site import FakeSite
 from tests.library_files import write_pdf
 from tests.test_citations import article, fact_table, write
-from tests.test_library import RAFT_PAGES
+from tests.test_library import RAFT_PAGES, raft_pdf
 
 CLAIM = (
     "If a follower receives no communication over a period called the election timeout, "
@@ -27,14 +27,7 @@ _WRAPPED = re.compile(r"<<<UNTRUSTED (\w+) source=workspace library search>>>\n(
 
 
 def _add_raft(home: Home, tmp_path: Path) -> str:
-    pdf = write_pdf(
-        tmp_path / "raft.pdf",
-        RAFT_PAGES,
-        title="In Search of an Understandable Consensus Algorithm",
-        author="Diego Ongaro; John Ousterhout",
-        created="D:20140619120000Z",
-        first_label=11,
-    )
+    pdf = raft_pdf(tmp_path)
     added = home.run("library", "add", str(pdf))
     assert added.exit_code == 0, added.stderr
     return added.stdout.strip()
