@@ -17,6 +17,15 @@ Run from the repository root:  python bench/bench_evidence.py  [--sources N] [--
    the held-out part apart). Needs ../shared/corpus/rust-rfcs (or $PENSIEVE_EVIDENCE_CORPUS).
 4. Cold on long pages: a ~1,500-word article against the 14 longest RFCs (cut at 90,000
    characters), nothing cached: what a new project's first alignment costs; then warm.
+
+With --judge-config PATH (a Pensieve config naming the judge's model: agents.fact_checker
+or llm), part 3 also runs the real judge (pensieve.evidence.judge through StageModelClient and
+litellm) on the flagged pairs of the real set, dev first, then held out; --judge-limit N asks
+about the first N of them only (the rest keep their verdicts), --judge-concurrency calls at
+once. It prints false alarms and planted recall without and with the judge, the calls, tokens,
+wall time, cost when the provider reports one, and the replies the judge code could not
+understand (those leave the verdict as it was). --judge-log FILE keeps every reply (JSONL);
+--judge-replay FILE gives those replies again (no model) to see what a change of rules does.
 """
 
 from __future__ import annotations
@@ -345,14 +354,30 @@ def main() -> None:
     parser.add_argument(
         "--part", choices=("all", "labels", "real", "cold", "speed"), default="all", help="run one part only"
     )
+    parser.add_argument("--judge-config", type=Path, help="part 3 with the real judge: a Pensieve config YAML")
+    parser.add_argument("--judge-limit", type=int, default=None, help="judge only the first N flagged pairs")
+    parser.add_argument("--judge-concurrency", type=int, default=1, help="judge calls at once")
+    parser.add_argument("--judge-log", type=Path, help="write every judge reply here (JSONL)")
+    parser.add_argument("--judge-replay", type=Path, help="the replies of a --judge-log again, under today's rules")
     args = parser.parse_args()
+    for given, flag in ((args.judge_config, "--judge-config"), (args.judge_replay, "--judge-replay")):
+        if given and not given.is_file():
+            parser.error(f"{flag} {given}: no such file")
     started = time.perf_counter()
     get_embedder()
     print(f"model load: {time.perf_counter() - started:.1f}s")
     if args.part in ("all", "labels"):
         detection()
     if args.part in ("all", "real"):
-        real_detection()
+        if args.judge_config or args.judge_replay:
+            from bench.judge_real import JudgeRun, judge_real
+
+            run = JudgeRun(
+                args.judge_config, args.judge_limit, args.judge_concurrency, args.judge_log, args.judge_replay
+            )
+            judge_real(run)
+        else:
+            real_detection()
     if args.part in ("all", "cold"):
         cold_long(args.repeats)
     if args.part in ("all", "speed"):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pensieve.evidence.align import SourceText, Thresholds, assess_pairs, assess_sources
+from pensieve.evidence.align import Citation, SourceText, Thresholds, assess_pairs, assess_sources
 from pensieve.topics.embedder import get_embedder
 
 LABELS = Path(__file__).parent / "data" / "evidence_labels.jsonl"
@@ -151,6 +151,12 @@ class RealScore:
 
 def score_real(rows: list[dict[str, Any]], corpus: Path, thresholds: Thresholds | None = None) -> RealScore:
     """Each row's sentence against its whole corpus file, as the pipeline would judge it."""
+    return tally_real(rows, real_citations(rows, corpus, thresholds))
+
+
+def real_citations(rows: list[dict[str, Any]], corpus: Path, thresholds: Thresholds | None = None) -> list[Citation]:
+    """Each row's verdict (a Citation) against its whole corpus file; the judge benchmark
+    changes some of them before they are tallied."""
     texts = {name: (corpus / name).read_text(encoding="utf-8") for name in {r["source"] for r in rows}}
     sources = {name: SourceText(f"S{i + 1}", text, meta=name) for i, (name, text) in enumerate(sorted(texts.items()))}
     # A sentence citing two sources is one row per source; as in the pipeline, a number or
@@ -158,12 +164,15 @@ def score_real(rows: list[dict[str, Any]], corpus: Path, thresholds: Thresholds 
     cited: dict[tuple[str, str], list[str]] = {}
     for row in rows:
         cited.setdefault((row.get("article", ""), row["sentence"]), []).append(row["source"])
-    verdicts = assess_sources(
+    return assess_sources(
         [(r["sentence"], sources[r["source"]]) for r in rows],
         get_embedder,
         thresholds or Thresholds(),
         others=[[sources[o] for o in cited[(r.get("article", ""), r["sentence"])] if o != r["source"]] for r in rows],
     )
+
+
+def tally_real(rows: list[dict[str, Any]], verdicts: list[Citation]) -> RealScore:
     result = RealScore()
     for row, citation in zip(rows, verdicts, strict=True):
         flagged = citation.verdict != "supported"
