@@ -4,6 +4,9 @@ windows ahead, and the next draft's check embeds only sentences it has not seen.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,8 +18,12 @@ from pensieve.evidence.hooks import align_file, warm_up
 from pensieve.evidence.vectors import VECTORS_DIR, shared_cache
 from pensieve.project.workspace import Project, open_workspace
 from pensieve.topics.embedder import Embedder
+from tests.conftest import Home
+from tests.fakes.web_site import FakeSite
 from tests.test_citations import article
 from tests.test_evidence import INVENTED, CountingEmbedder, _project
+from tests.test_web_pipeline import NOTES
+from tests.web_fixtures import script_researcher
 
 
 class Loads:
@@ -72,3 +79,26 @@ def test_warm_up_prepares_the_sources_and_the_next_draft_embeds_only_new_sentenc
     # A short source has every window embedded by the first check: only the new sentence is.
     assert loads.model.texts - embedded == 1
     assert [s["verdict"] for s in alignment.sentences] == ["supported", "supported"]
+
+
+@pytest.mark.slow
+def test_a_run_that_checks_no_evidence_never_loads_the_embedding_model(web_home: Home, site: FakeSite) -> None:
+    """The warm-up starts when the first source is archived, but only for a run that will
+    check a draft: `--until outliner` archives pages and must not pay ~10 s loading the model
+    (it did: the outliner's start warmed up for the drafter's check of a later run)."""
+    pid = web_home.new()
+    script_researcher(web_home, site, NOTES)
+    # A process of its own, so what it imports is its own (PYTHONPROFILEIMPORTTIME lists it).
+    done = subprocess.run(
+        [sys.executable, "-m", "pensieve", "run", pid, "--until", "outliner", "--quiet"],
+        env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"},
+        cwd=web_home.path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (web_home.project_dir(pid) / "outline.md").is_file()
+    assert list((web_home.project_dir(pid) / "sources").glob("S*.md"))  # pages were archived
+    assert "| torch" not in done.stderr and "sentence_transformers" not in done.stderr

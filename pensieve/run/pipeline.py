@@ -22,7 +22,7 @@ from pensieve.config import Settings
 from pensieve.errors import PensieveError, StageFailed
 from pensieve.model import llm
 from pensieve.model.client import StageModelClient
-from pensieve.project.events import EventBus, EventKind, EventLog, EventSink, Subscriber
+from pensieve.project.events import Event, EventBus, EventKind, EventLog, EventSink, Subscriber
 from pensieve.project.staleness import demote_missing, input_hashes
 from pensieve.project.status import Status, Usage, load_status, save_status
 from pensieve.project.workspace import Project, atomic_copy, atomic_write_text, remove_stale_temporaries
@@ -85,6 +85,8 @@ class Runner:
         self.resend_after_recovery: dict[str, str] = {}
         # The evidence check's model and sources, made ready while a stage waits for its model.
         self._evidence_warm_up: asyncio.Future[None] | None = None
+        self._warmed_on_archiving = False
+        self.events.subscribe(self._warm_up_on_first_source)
 
     # -- status bookkeeping -------------------------------------------------------------
     def save(self) -> None:
@@ -403,14 +405,30 @@ class Runner:
             "only what is listed below: fix those sentences and keep the rest of your first pass as it is."
         )
 
+    def _warm_up_on_first_source(self, event: Event) -> None:
+        """The first source archived in this run starts the warm-up at once: loading the model
+        takes about 10 s, and waiting for the next stage to start put it on the critical path
+        whenever the research stage ended soon after its last fetch."""
+        archived = event.kind in (EventKind.FETCH, EventKind.MCP_CALL) and event.get("new_source")
+        if self._warmed_on_archiving or not archived:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # emitted off the event loop: the next stage's start warms up
+            return
+        self._warmed_on_archiving = True
+        self._warm_up_evidence()
+
     def _warm_up_evidence(self) -> None:
         """Once sources are archived, load the embedding model and cut the sources into windows
         in a thread while the stages wait for their model: the check after a draft then only
         embeds what its sentences need. One warm-up after another; it never fails the run."""
         if not self.settings.evidence.enabled:
             return
-        if all(self.status.stages[s.name].status == "complete" for s in STAGES if s.evidence):
-            return  # no check is left to run (the running stage is not complete yet)
+        if not any(
+            self.status.stages[s.name].status != "complete" and self._in_scope(s.name) for s in STAGES if s.evidence
+        ):
+            return  # no check is left for this run (the running stage is not complete yet)
         from pensieve.evidence.hooks import warm_up
 
         previous = self._evidence_warm_up
