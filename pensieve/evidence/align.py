@@ -272,6 +272,8 @@ def assess(
         found.sure.append(0.55 + (thresholds.weak - score) if found.verdict == "unsupported" else 0.4)
         found.reasons.append(f"closest passage of {source.id} scores {score:.2f}")
     _fact_findings(found, missing, view, others or [])
+    # A quotation another cited source of the sentence holds is that source's to support.
+    misquoted = [q for q in misquoted if not any(lexical.flat(q) in lexical.flat(o.text) for o in others or [])]
     for quote in misquoted:
         found.add("weak", f'the quoted words "{_short(quote)}" not found in {source.id}', 0.7)
     opposite = _opposite(claim, index, windows, sims, thresholds)
@@ -403,16 +405,18 @@ def _opposite(claim: str, index: int, windows: list[Span], sims: dict[int, float
     if sims[index] < thresholds.supported:
         return ""  # a passage about something else says nothing against the sentence
     subject = lexical.without_cues(claim)
-    # Polarity as a reader sees it: a sentence that says no against a passage that says no
-    # nowhere (or the reverse); "not ... without" is no double negative to count.
-    claim_negated = lexical.negates(claim)
     claim_way = lexical.direction(claim)
 
     def differs(text: str) -> str:
         if lexical.coverage(subject, text) < _SAME_SUBJECT:
             return ""
-        negated = lexical.negates(text)
-        if negated != claim_negated and not (lexical.may_negate(claim) if negated else lexical.may_negate(text)):
+        # Polarity as a reader sees it, as wholes and clause against clause: the part of the
+        # sentence the passage is about against the passage's sentence that says it ("X, but
+        # not an executor" is not denied by a passage saying X; a "not ready yet" beside the
+        # clause that states the claim is no denial of it). "not ... without" is no double
+        # negative.
+        said, clause = lexical.matching_clauses(claim, text)
+        if _polarity_differs(claim, text) and _polarity_differs(said, clause):
             return "the passage says the opposite (negation)"
         way = lexical.direction(text)
         if claim_way and way and claim_way.isdisjoint(way):
@@ -434,6 +438,13 @@ def _opposite(claim: str, index: int, windows: list[Span], sims: dict[int, float
         and not differs(windows[i].text)
     ]
     return "" if agreeing else found
+
+
+def _polarity_differs(sentence: str, passage: str) -> bool:
+    negated = lexical.negates(passage)
+    if lexical.negates(sentence) == negated:
+        return False
+    return not (lexical.may_negate(sentence) if negated else lexical.may_negate(passage))
 
 
 _FACTS_OF: dict[int, tuple[list[Span], list[set[str]], list[set[str]]]] = {}

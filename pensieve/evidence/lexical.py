@@ -515,6 +515,9 @@ def present(fact: Fact, hay: Haystack) -> bool:
     key = next(iter(fact.keys))
     if key in words or (len(key) > 3 and key in text_lower):
         return True
+    # "From-convertible" where the page writes "`From`-convertible": each part is there.
+    if "-" in key and all(part in words for part in key.split("-") if part):
+        return True
     if fact.surface.isupper() and 2 <= len(key) <= 6 and key in hay.acronyms:
         return True
     # Inflections and demonyms: "Europe" / "European", "Kenya" / "Kenyan".
@@ -537,9 +540,13 @@ def acronyms(text: str) -> set[str]:
     return found
 
 
+def _content(text: str) -> set[str]:
+    return {w for w in word_keys(text) if len(w) > 3 and w not in _STOP and not w.isdigit()}
+
+
 def coverage(sentence: str, passage: str) -> float:
     """The share of the sentence's content words (or their stems) that the passage uses."""
-    content = {w for w in word_keys(sentence) if len(w) > 3 and w not in _STOP and not w.isdigit()}
+    content = _content(sentence)
     if not content:
         return 1.0
     words = word_keys(passage)
@@ -577,6 +584,23 @@ _IMPLICIT = re.compile(
 def negates(text: str) -> bool:
     """Whether a text says no ("not", "never", "cannot", "no longer" ...)."""
     return _POLARITY.search(text) is not None
+
+
+# A sentence's clauses: a contrast or a second claim joined by a comma ("X, but not Y",
+# "X, and that Y") is its own clause; a passage's are its sentences.
+_CLAIM_CLAUSE = re.compile(r"[;:]\s|,\s+(?=(?:but|and|while|whereas|not|rather|although|though)\b)", re.I)
+_PASSAGE_CLAUSE = re.compile(r"[.;:!?](?:\s|$)|\n\s*\n|///")
+
+
+def matching_clauses(sentence: str, passage: str) -> tuple[str, str]:
+    """The sentence's clause the passage says most of, and the passage's sentence that says
+    most of that clause."""
+    parts = [c for c in _CLAIM_CLAUSE.split(sentence) if c.strip()] or [sentence]
+    # Most words said, not the largest share: "Auto traits still leak" is a short clause.
+    said = max(parts, key=lambda c: coverage(c, passage) * len(_content(c))) if len(parts) > 1 else sentence
+    pieces = [c for c in _PASSAGE_CLAUSE.split(passage) if len(c.split()) >= 3] or [passage]
+    clause = max(pieces, key=lambda c: coverage(said, c)) if len(pieces) > 1 else passage
+    return said, clause
 
 
 def may_negate(text: str) -> bool:
