@@ -418,6 +418,9 @@ def _opposite(claim: str, index: int, windows: list[Span], sims: dict[int, float
         said, clause = lexical.matching_clauses(claim, text)
         if _polarity_differs(claim, text) and _polarity_differs(said, clause):
             return "the passage says the opposite (negation)"
+        turned = lexical.reversed_terms(claim, text)
+        if turned:
+            return f"the passage says the opposite ({turned})"
         way = lexical.direction(text)
         if claim_way and way and claim_way.isdisjoint(way):
             return f"the passage goes the other way ({'/'.join(sorted(way))})"

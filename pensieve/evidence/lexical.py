@@ -603,6 +603,57 @@ def matching_clauses(sentence: str, passage: str) -> tuple[str, str]:
     return said, clause
 
 
+# Words that reverse a claim without a negation word: "picks the maximal lifetime" against
+# "the minimal", "accepted" against "postponed", "optional" against "required".
+_OPPOSITES = (
+    ("minimal", "maximal"),
+    ("minimum", "maximum"),
+    ("smallest", "largest"),
+    ("fewest", "most"),
+    ("before", "after"),
+    ("accepted", "rejected"),
+    ("accepted", "postponed"),
+    ("optional", "required"),
+    ("optional", "mandatory"),
+    ("allowed", "forbidden"),
+    ("permitted", "forbidden"),
+    ("easy", "awkward"),
+    ("easy", "difficult"),
+    ("explicit", "implicit"),
+    ("explicitly", "implicitly"),
+    ("eager", "lazy"),
+    ("eagerly", "lazily"),
+    ("stable", "unstable"),
+    ("sound", "unsound"),
+    ("mutable", "immutable"),
+    ("public", "private"),
+    ("enabled", "disabled"),
+    ("included", "excluded"),
+    ("inside", "outside"),
+    ("earlier", "later"),
+    ("success", "failure"),
+    ("succeeded", "failed"),
+)
+_RATHER = re.compile(r"(\w+)\W+(?:rather than|instead of)\W+(?:\w+\W+){0,2}?(\w+)", re.I)
+
+
+def reversed_terms(sentence: str, passage: str) -> str:
+    """Where the passage says the opposite in other words: the sentence's word and the
+    passage's opposite of it ('' when none)."""
+    said, clause = matching_clauses(sentence, passage)
+    mine, theirs = word_keys(said), word_keys(clause)
+    for a, b in _OPPOSITES:
+        for x, y in ((a, b), (b, a)):
+            if x in mine and y not in mine and y in theirs and x not in theirs:
+                return f"{y}, not {x}"
+    # "minimal rather than maximal" against "maximal rather than minimal"
+    ours = {(m.group(1).lower(), m.group(2).lower()) for m in _RATHER.finditer(said)}
+    for m in _RATHER.finditer(clause):
+        if (m.group(2).lower(), m.group(1).lower()) in ours and m.group(1).lower() != m.group(2).lower():
+            return f"{m.group(1).lower()} rather than {m.group(2).lower()}"
+    return ""
+
+
 def may_negate(text: str) -> bool:
     """Whether a text says no, in so many words or in others."""
     return negates(text) or _IMPLICIT.search(text) is not None
