@@ -276,6 +276,12 @@ def assess(
     misquoted = [q for q in misquoted if not any(lexical.flat(q) in lexical.flat(o.text) for o in others or [])]
     for quote in misquoted:
         found.add("weak", f'the quoted words "{_short(quote)}" not found in {source.id}', 0.7)
+    # "Rust 2021" where the passage the sentence rests on says "Rust 2024" (2021 being
+    # elsewhere in the page): the value the passage gives for the same thing differs. The
+    # source's own identifiers are its own: never compared.
+    value, other_value = lexical.value_conflict(claim, window.text) if sims[index] >= thresholds.supported else ("", "")
+    if other_value and not view.known.numbers & lexical.number_keys(value):
+        found.add("unsupported", f"the passage gives {other_value}", 0.8)
     opposite = _opposite(claim, index, windows, sims, thresholds)
     if opposite:
         found.add("unsupported", opposite, 0.7)

@@ -654,6 +654,42 @@ def reversed_terms(sentence: str, passage: str) -> str:
     return ""
 
 
+# A value with its label: "Rust 2021", "version 1.13", "E0597", "u64", "RFC 204".
+_LABELLED = re.compile(r"(?<![\w.])([A-Za-z]{1,12})(?:[ \t]|(?<=[A-Za-z])(?=\d))(\d+(?:\.\d+)*)(?![\w.]*\d)")
+
+
+def labelled_values(text: str) -> dict[str, set[str]]:
+    """Each label's values in a text (labels compared in lower case)."""
+    found: dict[str, set[str]] = {}
+    for match in _LABELLED.finditer(text):
+        label = match.group(1).lower()
+        if label in _STOP or label in _MONTHS or label in _WORDS:
+            continue  # "in 2016" has no label to compare
+        found.setdefault(label, set()).add(match.group(2))
+    return found
+
+
+def _as_written(text: str, label: str, value: str) -> str:
+    match = re.search(rf"(?<![\w.])({re.escape(label)})([ \t]?){re.escape(value)}(?![\w.]*\d)", text, re.I)
+    return match.group(0) if match else f"{label} {value}"
+
+
+def value_conflict(sentence: str, passage: str) -> tuple[str, str]:
+    """A labelled value the sentence gives where the passage gives the same label another
+    value and never this one ("Rust 2021" against "In Rust 2024 and later editions"): the
+    sentence's value and the passage's, e.g. ('2021', 'Rust 2024'); ('', '') when none."""
+    mine = labelled_values(sentence)
+    theirs = labelled_values(passage)
+    stated = number_keys(passage)
+    said = number_keys(sentence)
+    for label, values in mine.items():
+        other = sorted(o for o in theirs.get(label, set()) - values if not number_keys(o) & said)
+        for value in sorted(values):
+            if other and not number_keys(value) & stated:
+                return value, _as_written(passage, label, other[0])
+    return "", ""
+
+
 def may_negate(text: str) -> bool:
     """Whether a text says no, in so many words or in others."""
     return negates(text) or _IMPLICIT.search(text) is not None
