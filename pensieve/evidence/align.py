@@ -110,14 +110,21 @@ class SourceView:
     flat: str
     idf: dict[str, float]
     stems: list[set[str]]
+    identifiers: set[str] = field(default_factory=set)  # number keys of its metadata lines
 
 
 def header_text(text: str) -> str:
     """The page's header and metadata: its opening, its `Key: value` lines and table rows
     near the top (`Created: 29-Sep-2014`, `| Version | 3.12 |`)."""
+    return text[:_HEADER_CHARS] + "\n" + header_lines(text)
+
+
+def header_lines(text: str) -> str:
+    """Only the `Key: value` lines and table rows near the top: the page's identifiers and
+    dates, without its opening prose."""
     head = text[: _HEADER_CHARS * 3]
     lines = re.findall(r"^[ \t]*(?:[-*][ \t]+)?[\w][\w .()/-]{0,40}:[ \t]+\S.*$|^[ \t]*\|.*\|[ \t]*$", head, re.M)
-    return text[:_HEADER_CHARS] + "\n" + "\n".join(lines)
+    return "\n".join(lines)
 
 
 def _stems(words: set[str]) -> set[str]:
@@ -153,7 +160,8 @@ def _view_of(source: SourceText, windows: list[Span], vectors: npt.NDArray[np.fl
     idf = {stem: math.log(1 + len(windows) / n) for stem, n in counts.items()}
     whole = source_haystack(source, windows)
     known = lexical.Haystack.of(source.meta + "\n" + header_text(source.text))
-    return SourceView(source, windows, vectors, whole, known, lexical.flat(source.text), idf, stems)
+    identifiers = lexical.number_keys(source.meta + "\n" + header_lines(source.text))
+    return SourceView(source, windows, vectors, whole, known, lexical.flat(source.text), idf, stems, identifiers)
 
 
 def candidates(claim: str, view: SourceView) -> list[int]:
@@ -280,7 +288,7 @@ def assess(
     # elsewhere in the page): the value the passage gives for the same thing differs. The
     # source's own identifiers are its own: never compared.
     value, other_value = lexical.value_conflict(claim, window.text) if sims[index] >= thresholds.supported else ("", "")
-    if other_value and not view.known.numbers & lexical.number_keys(value):
+    if other_value and not view.identifiers & lexical.number_keys(value):
         found.add("unsupported", f"the passage gives {other_value}", 0.8)
     opposite = _opposite(claim, index, windows, sims, thresholds)
     if opposite:
