@@ -552,7 +552,7 @@ def test_the_judge_is_asked_about_doubtful_pairs_and_counted_in_the_stage(web_ho
         },
         {
             "source": "S2",
-            "verdict": "weak",
+            "verdict": "unsupported",  # a `partly` is recorded; only a `yes` changes a verdict
             "score": judged[1]["score"],
             "confidence": judged[1]["confidence"],
             "passage": judged[1]["passage"],

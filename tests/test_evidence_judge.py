@@ -122,9 +122,10 @@ def test_a_well_formed_reply_from_the_same_endpoint_is_applied(
 ) -> None:
     alignment = _flagged(["unsupported", "weak", "unsupported"])
     model.script("summary", text("yes: the passage says it"), text("**No**: another claim"), text("Answer: yes"))
+    # (the `no` is recorded; it never lowers the weak pair: test_only_a_judges_yes_changes_a_verdict)
     client, _used = _client(model, monkeypatch)
     assert asyncio.run(judge(alignment, client, max_calls=5)) == 3
-    assert [c[0].verdict for c in alignment.citations] == ["supported", "unsupported", "unsupported"]
+    assert [c[0].verdict for c in alignment.citations] == ["supported", "weak", "unsupported"]
     assert [c[0].judge for c in alignment.citations] == [
         {"answer": "yes", "reason": "the passage says it"},
         {"answer": "no", "reason": "another claim"},
@@ -132,13 +133,14 @@ def test_a_well_formed_reply_from_the_same_endpoint_is_applied(
     ]
 
 
-def test_a_judges_no_never_makes_a_pair_worse(model: FakeModel, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A judge sees one passage, not the whole source: its `no` stays an opinion on a weak pair
-    (never the surely-unsupported verdict a repair acts on); `partly` lifts an unsupported one."""
+def test_only_a_judges_yes_changes_a_verdict(model: FakeModel, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A judge sees one passage, not the whole source: its `no` and `partly` are recorded but
+    never lower a weak pair to the surely-unsupported verdict a repair acts on, nor lift an
+    unsupported one (a real error) off the repair list."""
     alignment = _flagged(["weak", "unsupported", "unsupported"])
     model.script("summary", text("no: not in this passage"), text("partly: the year only"), text("no: another claim"))
     client, _used = _client(model, monkeypatch)
     assert asyncio.run(judge(alignment, client, max_calls=5)) == 3
-    assert [c[0].verdict for c in alignment.citations] == ["weak", "weak", "unsupported"]
-    assert alignment.citations[0][0].judge == {"answer": "no", "reason": "not in this passage"}
-    assert [s["verdict"] for s in alignment.sentences] == ["weak", "weak", "unsupported"]
+    assert [c[0].verdict for c in alignment.citations] == ["weak", "unsupported", "unsupported"]
+    assert [(c[0].judge or {}).get("answer") for c in alignment.citations] == ["no", "partly", "no"]
+    assert [s["verdict"] for s in alignment.sentences] == ["weak", "unsupported", "unsupported"]

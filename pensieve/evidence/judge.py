@@ -4,9 +4,9 @@ Only for `weak` and `unsupported` pairs, at most `evidence.max_judge_calls` per 
 The sentence and the passage are untrusted text (a page may hold instructions): both are
 sanitised and wrapped before the model sees them. The answer is one line, `yes`, `partly`
 or `no` and a reason; `yes` makes the pair supported unless a number or date of the
-sentence is missing from the passage (a model's yes does not make up for that), `partly`
-makes an unsupported pair weak, and `no` never makes a pair worse than the alignment rated
-it: the judge is a second opinion that can clear a false alarm, not raise a new one.
+sentence is missing from the passage (a model's yes does not make up for that). `partly`
+and `no` are recorded but change no verdict: the judge is a second opinion that can clear a
+false alarm, never raise a new one nor take a real error off the repair list.
 
 Small models answer off format (the instructions echoed, "yes, partly or no", a verdict
 then its opposite on the next line, JSON, prose): such a reply is not understood and the
@@ -36,7 +36,6 @@ _ANSWER = re.compile(rf"^[\s*_`'\">#]*{_WORD}[*_`'\"]*\s*(?:[:.,;\-–—]\s*(.*
 # The choice echoed instead of made: "yes, partly or no", "yes/no", "`yes` | `no`".
 _ECHO = re.compile(rf"^[\s*_`'\"]*{_WORD}[\s*_`'\"]*(?:[,/|]|or\b|and\b|$)", re.I)
 _RANK = {"supported": 0, "weak": 1, "unsupported": 2}
-_VERDICT = {"yes": "supported", "partly": "weak", "no": "unsupported"}
 
 
 def _word(raw: str) -> str:
@@ -91,14 +90,15 @@ async def judge_pair(sentence: str, citation: Citation, client: ModelClient) -> 
         return reply, False
     answer, reason = parsed
     citation.judge = {"answer": answer, "reason": reason}
-    verdict = _VERDICT[answer]
+    if answer != "yes":
+        # A judge sees one passage, not the whole source: its `no` or `partly` is kept as its
+        # opinion but never changes the verdict (measured on the real set: a capable judge's
+        # `no` sent 4 genuine sentences of 128 to the reviser, a 0.5B model's 13 in 43 replies,
+        # and `partly` took 10 of 26 planted errors off the repair list: docs/evidence.md).
+        return reply, True
     numeric_missing = any(any(c.isdigit() for c in m) for m in citation.missing)
-    if verdict == "supported" and numeric_missing:
-        verdict = "weak"
+    verdict = "weak" if numeric_missing else "supported"
     if _RANK[verdict] > _RANK[citation.verdict]:
-        # A judge sees one passage, not the whole source: its `no` to a `weak` pair is kept
-        # as its opinion but never lowers the verdict (measured: a capable judge's `no` sent
-        # 4 genuine sentences of 128 to the reviser, 43 replies of a 0.5B model 13: docs/evidence.md).
         verdict = citation.verdict
     citation.verdict = verdict
     return reply, True
