@@ -14,7 +14,7 @@ import json
 import re
 import secrets
 
-from pensieve.citations.text import code_spans
+from pensieve.article.blocks import code_spans
 from pensieve.front_matter import render_front_matter
 from pensieve.publish.document import Article
 from pensieve.publish.markdown_links import make_links_safe, rewrite_targets
