@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from pensieve.article.blocks import in_prose
 
@@ -174,14 +174,14 @@ def without_ids(text: str) -> str:
 CANONICAL_GROUP = re.compile(r"([ \t]*)\[(S\d+(?:, S\d+)*)\](?!\()")
 
 
-@dataclass(frozen=True)
-class Group:
-    """One citation group as written: `[S3, S7]` or `[1, 3]`, with its labels in order."""
+class Group(NamedTuple):
+    """One citation group as written: `[S3, S7]` or `[1, 3]`, with its labels in order
+    ("S3", or "3" for a reader number) and where it starts and ends in the text."""
 
     start: int
     end: int
     written: str
-    labels: tuple[str, ...]  # "S3", or "3" for a reader number
+    labels: tuple[str, ...]
 
 
 def id_groups(text: str, start: int = 0) -> Iterator[Group]:
