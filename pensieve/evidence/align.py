@@ -110,14 +110,21 @@ class SourceView:
     flat: str
     idf: dict[str, float]
     stems: list[set[str]]
+    identifiers: set[str] = field(default_factory=set)  # number keys of its metadata lines
 
 
 def header_text(text: str) -> str:
     """The page's header and metadata: its opening, its `Key: value` lines and table rows
     near the top (`Created: 29-Sep-2014`, `| Version | 3.12 |`)."""
+    return text[:_HEADER_CHARS] + "\n" + header_lines(text)
+
+
+def header_lines(text: str) -> str:
+    """Only the `Key: value` lines and table rows near the top: the page's identifiers and
+    dates, without its opening prose."""
     head = text[: _HEADER_CHARS * 3]
     lines = re.findall(r"^[ \t]*(?:[-*][ \t]+)?[\w][\w .()/-]{0,40}:[ \t]+\S.*$|^[ \t]*\|.*\|[ \t]*$", head, re.M)
-    return text[:_HEADER_CHARS] + "\n" + "\n".join(lines)
+    return "\n".join(lines)
 
 
 def _stems(words: set[str]) -> set[str]:
@@ -153,7 +160,8 @@ def _view_of(source: SourceText, windows: list[Span], vectors: npt.NDArray[np.fl
     idf = {stem: math.log(1 + len(windows) / n) for stem, n in counts.items()}
     whole = source_haystack(source, windows)
     known = lexical.Haystack.of(source.meta + "\n" + header_text(source.text))
-    return SourceView(source, windows, vectors, whole, known, lexical.flat(source.text), idf, stems)
+    identifiers = lexical.number_keys(source.meta + "\n" + header_lines(source.text))
+    return SourceView(source, windows, vectors, whole, known, lexical.flat(source.text), idf, stems, identifiers)
 
 
 def candidates(claim: str, view: SourceView) -> list[int]:
@@ -272,8 +280,16 @@ def assess(
         found.sure.append(0.55 + (thresholds.weak - score) if found.verdict == "unsupported" else 0.4)
         found.reasons.append(f"closest passage of {source.id} scores {score:.2f}")
     _fact_findings(found, missing, view, others or [])
+    # A quotation another cited source of the sentence holds is that source's to support.
+    misquoted = [q for q in misquoted if not any(lexical.flat(q) in lexical.flat(o.text) for o in others or [])]
     for quote in misquoted:
         found.add("weak", f'the quoted words "{_short(quote)}" not found in {source.id}', 0.7)
+    # "Rust 2021" where the passage the sentence rests on says "Rust 2024" (2021 being
+    # elsewhere in the page): the value the passage gives for the same thing differs. The
+    # source's own identifiers are its own: never compared.
+    value, other_value = lexical.value_conflict(claim, window.text) if sims[index] >= thresholds.supported else ("", "")
+    if other_value and not view.identifiers & lexical.number_keys(value):
+        found.add("unsupported", f"the passage gives {other_value}", 0.8)
     opposite = _opposite(claim, index, windows, sims, thresholds)
     if opposite:
         found.add("unsupported", opposite, 0.7)
@@ -403,17 +419,22 @@ def _opposite(claim: str, index: int, windows: list[Span], sims: dict[int, float
     if sims[index] < thresholds.supported:
         return ""  # a passage about something else says nothing against the sentence
     subject = lexical.without_cues(claim)
-    # Polarity as a reader sees it: a sentence that says no against a passage that says no
-    # nowhere (or the reverse); "not ... without" is no double negative to count.
-    claim_negated = lexical.negates(claim)
     claim_way = lexical.direction(claim)
 
     def differs(text: str) -> str:
         if lexical.coverage(subject, text) < _SAME_SUBJECT:
             return ""
-        negated = lexical.negates(text)
-        if negated != claim_negated and not (lexical.may_negate(claim) if negated else lexical.may_negate(text)):
+        # Polarity as a reader sees it, as wholes and clause against clause: the part of the
+        # sentence the passage is about against the passage's sentence that says it ("X, but
+        # not an executor" is not denied by a passage saying X; a "not ready yet" beside the
+        # clause that states the claim is no denial of it). "not ... without" is no double
+        # negative.
+        said, clause = lexical.matching_clauses(claim, text)
+        if _polarity_differs(claim, text) and _polarity_differs(said, clause):
             return "the passage says the opposite (negation)"
+        turned = lexical.reversed_terms(claim, text)
+        if turned:
+            return f"the passage says the opposite ({turned})"
         way = lexical.direction(text)
         if claim_way and way and claim_way.isdisjoint(way):
             return f"the passage goes the other way ({'/'.join(sorted(way))})"
@@ -434,6 +455,13 @@ def _opposite(claim: str, index: int, windows: list[Span], sims: dict[int, float
         and not differs(windows[i].text)
     ]
     return "" if agreeing else found
+
+
+def _polarity_differs(sentence: str, passage: str) -> bool:
+    negated = lexical.negates(passage)
+    if lexical.negates(sentence) == negated:
+        return False
+    return not (lexical.may_negate(sentence) if negated else lexical.may_negate(passage))
 
 
 _FACTS_OF: dict[int, tuple[list[Span], list[set[str]], list[set[str]]]] = {}

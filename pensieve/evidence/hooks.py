@@ -69,8 +69,11 @@ def align_file(
     texts, urls = sources or load_source_texts(project.dir)
     numbers, labels = reader_keys(project.dir, text, urls) if name == FINAL_ARTICLE else (None, None)
     cache = cache or shared_cache(project.dir / VECTORS_DIR, embedder)
+    # Read before aligning: the pipeline checks a draft while the fact checker runs, and the
+    # verdicts must not depend on whether its fact_check.md landed during the seconds of work.
+    quotes = verified_quotes(project.dir, texts)
     alignment = align_text(name, text, texts, cache, embedder, thresholds(settings), numbers, labels)
-    apply_fact_check(alignment, verified_quotes(project.dir, texts))
+    apply_fact_check(alignment, quotes)
     store(project, alignment, settings)
     return alignment
 

@@ -515,6 +515,9 @@ def present(fact: Fact, hay: Haystack) -> bool:
     key = next(iter(fact.keys))
     if key in words or (len(key) > 3 and key in text_lower):
         return True
+    # "From-convertible" where the page writes "`From`-convertible": each part is there.
+    if "-" in key and all(part in words for part in key.split("-") if part):
+        return True
     if fact.surface.isupper() and 2 <= len(key) <= 6 and key in hay.acronyms:
         return True
     # Inflections and demonyms: "Europe" / "European", "Kenya" / "Kenyan".
@@ -537,9 +540,13 @@ def acronyms(text: str) -> set[str]:
     return found
 
 
+def _content(text: str) -> set[str]:
+    return {w for w in word_keys(text) if len(w) > 3 and w not in _STOP and not w.isdigit()}
+
+
 def coverage(sentence: str, passage: str) -> float:
     """The share of the sentence's content words (or their stems) that the passage uses."""
-    content = {w for w in word_keys(sentence) if len(w) > 3 and w not in _STOP and not w.isdigit()}
+    content = _content(sentence)
     if not content:
         return 1.0
     words = word_keys(passage)
@@ -577,6 +584,110 @@ _IMPLICIT = re.compile(
 def negates(text: str) -> bool:
     """Whether a text says no ("not", "never", "cannot", "no longer" ...)."""
     return _POLARITY.search(text) is not None
+
+
+# A sentence's clauses: a contrast or a second claim joined by a comma ("X, but not Y",
+# "X, and that Y") is its own clause; a passage's are its sentences.
+_CLAIM_CLAUSE = re.compile(r"[;:]\s|,\s+(?=(?:but|and|while|whereas|not|rather|although|though)\b)", re.I)
+_PASSAGE_CLAUSE = re.compile(r"[.;:!?](?:\s|$)|\n\s*\n|///")
+
+
+def matching_clauses(sentence: str, passage: str) -> tuple[str, str]:
+    """The sentence's clause the passage says most of, and the passage's sentence that says
+    most of that clause."""
+    parts = [c for c in _CLAIM_CLAUSE.split(sentence) if c.strip()] or [sentence]
+    # Most words said, not the largest share: "Auto traits still leak" is a short clause.
+    said = max(parts, key=lambda c: coverage(c, passage) * len(_content(c))) if len(parts) > 1 else sentence
+    pieces = [c for c in _PASSAGE_CLAUSE.split(passage) if len(c.split()) >= 3] or [passage]
+    clause = max(pieces, key=lambda c: coverage(said, c)) if len(pieces) > 1 else passage
+    return said, clause
+
+
+# Words that reverse a claim without a negation word: "picks the maximal lifetime" against
+# "the minimal", "accepted" against "postponed", "optional" against "required".
+_OPPOSITES = (
+    ("minimal", "maximal"),
+    ("minimum", "maximum"),
+    ("smallest", "largest"),
+    ("fewest", "most"),
+    ("before", "after"),
+    ("accepted", "rejected"),
+    ("accepted", "postponed"),
+    ("optional", "required"),
+    ("optional", "mandatory"),
+    ("allowed", "forbidden"),
+    ("permitted", "forbidden"),
+    ("easy", "awkward"),
+    ("easy", "difficult"),
+    ("explicit", "implicit"),
+    ("explicitly", "implicitly"),
+    ("eager", "lazy"),
+    ("eagerly", "lazily"),
+    ("stable", "unstable"),
+    ("sound", "unsound"),
+    ("mutable", "immutable"),
+    ("public", "private"),
+    ("enabled", "disabled"),
+    ("included", "excluded"),
+    ("inside", "outside"),
+    ("earlier", "later"),
+    ("success", "failure"),
+    ("succeeded", "failed"),
+)
+_RATHER = re.compile(r"(\w+)\W+(?:rather than|instead of)\W+(?:\w+\W+){0,2}?(\w+)", re.I)
+
+
+def reversed_terms(sentence: str, passage: str) -> str:
+    """Where the passage says the opposite in other words: the sentence's word and the
+    passage's opposite of it ('' when none)."""
+    said, clause = matching_clauses(sentence, passage)
+    mine, theirs = word_keys(said), word_keys(clause)
+    for a, b in _OPPOSITES:
+        for x, y in ((a, b), (b, a)):
+            if x in mine and y not in mine and y in theirs and x not in theirs:
+                return f"{y}, not {x}"
+    # "minimal rather than maximal" against "maximal rather than minimal"
+    ours = {(m.group(1).lower(), m.group(2).lower()) for m in _RATHER.finditer(said)}
+    for m in _RATHER.finditer(clause):
+        if (m.group(2).lower(), m.group(1).lower()) in ours and m.group(1).lower() != m.group(2).lower():
+            return f"{m.group(1).lower()} rather than {m.group(2).lower()}"
+    return ""
+
+
+# A value with its label: "Rust 2021", "version 1.13", "E0597", "u64", "RFC 204".
+_LABELLED = re.compile(r"(?<![\w.])([A-Za-z]{1,12})(?:[ \t]|(?<=[A-Za-z])(?=\d))(\d+(?:\.\d+)*)(?![\w.]*\d)")
+
+
+def labelled_values(text: str) -> dict[str, set[str]]:
+    """Each label's values in a text (labels compared in lower case)."""
+    found: dict[str, set[str]] = {}
+    for match in _LABELLED.finditer(text):
+        label = match.group(1).lower()
+        if label in _STOP or label in _MONTHS or label in _WORDS:
+            continue  # "in 2016" has no label to compare
+        found.setdefault(label, set()).add(match.group(2))
+    return found
+
+
+def _as_written(text: str, label: str, value: str) -> str:
+    match = re.search(rf"(?<![\w.])({re.escape(label)})([ \t]?){re.escape(value)}(?![\w.]*\d)", text, re.I)
+    return match.group(0) if match else f"{label} {value}"
+
+
+def value_conflict(sentence: str, passage: str) -> tuple[str, str]:
+    """A labelled value the sentence gives where the passage gives the same label another
+    value and never this one ("Rust 2021" against "In Rust 2024 and later editions"): the
+    sentence's value and the passage's, e.g. ('2021', 'Rust 2024'); ('', '') when none."""
+    mine = labelled_values(sentence)
+    theirs = labelled_values(passage)
+    stated = number_keys(passage)
+    said = number_keys(sentence)
+    for label, values in mine.items():
+        other = sorted(o for o in theirs.get(label, set()) - values if not number_keys(o) & said)
+        for value in sorted(values):
+            if other and not number_keys(value) & stated:
+                return value, _as_written(passage, label, other[0])
+    return "", ""
 
 
 def may_negate(text: str) -> bool:
