@@ -309,12 +309,7 @@ def assess(
     # An absolute the page states anywhere it says this (any passage as close as a supporting
     # one) is the page's, not the writer's.
     close = " ".join(windows[i].text for i in by_sim if sims[i] >= thresholds.supported)
-    # A word inside a quotation the page holds verbatim is the page's own ("ultimately failed
-    # to solve" claims no solving), so only the writer's words are checked for strength.
-    own_words = claim
-    for quote in quoted:
-        own_words = own_words.replace(quote, " ")
-    stronger = lexical.stronger_cues(own_words, context_text + " " + close, window.text)
+    stronger = _stronger(claim, quoted, context_text + " " + close, window.text)
     if stronger:
         found.add("weak", "stated more strongly than the passage: " + ", ".join(stronger), 0.4)
     if covered < _MIN_COVERAGE:
@@ -431,6 +426,15 @@ def _together(
         return []
     hay = _haystack_of(view.windows, near)
     return best if all(hay.has(f) for f in facts) else []
+
+
+def _stronger(claim: str, quoted: list[str], passage: str, rests_on: str) -> list[str]:
+    # A word inside a quotation the page holds verbatim is the page's own ("ultimately failed
+    # to solve" claims no solving), so only the writer's words are checked for strength.
+    own_words = claim
+    for quote in quoted:
+        own_words = own_words.replace(quote, " ")
+    return lexical.stronger_cues(own_words, passage, rests_on)
 
 
 def _around(index: int, count: int) -> list[int]:
