@@ -525,9 +525,17 @@ def present(fact: Fact, hay: Haystack) -> bool:
         return True
     if fact.surface.isupper() and 2 <= len(key) <= 6 and key in hay.acronyms:
         return True
+    if fact.surface.isupper() and 2 <= len(key) <= 6 and key.isalpha() and _spelled_out(key, text_lower):
+        return True  # "NLL" where the page writes "non-lexical lifetimes"
     # Inflections and demonyms: "Europe" / "European", "Kenya" / "Kenyan".
     stem = key[: max(4, len(key) - 2)]
     return len(key) >= 5 and any(w.startswith(stem) for w in words)
+
+
+def _spelled_out(acronym: str, text_lower: str) -> bool:
+    """Whether the text has words (or hyphenated parts) whose initials spell the acronym."""
+    pattern = r"[\s-]+".join(rf"{re.escape(c)}[a-z]*" for c in acronym)
+    return re.search(rf"(?<![\w-]){pattern}(?![\w-])", text_lower) is not None
 
 
 _NAME_RUN = re.compile(r"(?:[A-Z][\w-]*(?:\s+(?:of|and|for|the|de|du)\s+|\s+))+[A-Z][\w-]*")
