@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import json
 import os
 import random
 import re
@@ -37,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -188,6 +190,21 @@ def one_run(model: FakeModel, env: dict[str, str], number: int) -> tuple[float, 
     return wall, critical_path(requests), len(requests), cpu
 
 
+def print_timeline(home: Path, number: int) -> None:
+    """Seconds from the run's first event to each stage's start and end and each evidence check:
+    where the time between model calls goes."""
+    events = home / "workspaces" / "default" / "projects" / f"bench-{number}" / "events.jsonl"
+    records = [json.loads(line) for line in events.read_text(encoding="utf-8").splitlines() if line.strip()]
+    kinds = ("stage_start", "stage_end", "evidence", "fetch", "topic_captured", "run_end")
+    shown = [r for r in records if r.get("kind") in kinds]
+    if not shown:
+        return
+    start = datetime.fromisoformat(shown[0]["ts"])
+    for record in shown:
+        offset = (datetime.fromisoformat(record["ts"]) - start).total_seconds()
+        print(f"      {offset:7.2f} s  {record['kind']:<12} {record.get('stage') or ''}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--delay", type=float, default=1.0, help="seconds per model reply")
@@ -203,6 +220,9 @@ def main() -> None:
         "--sources", type=int, default=0, help="pages the Researcher fetches and the drafts cite (0: none)"
     )
     parser.add_argument("--profile", type=Path, help="write a cProfile of the (last) timed run to this file")
+    parser.add_argument(
+        "--timeline", action="store_true", help="print when each stage started and ended, and each evidence check"
+    )
     args = parser.parse_args()
     if args.profile is not None:
         PROFILE[:] = ["-m", "cProfile", "-o", str(args.profile.resolve())]
@@ -239,6 +259,8 @@ def main() -> None:
                     figures = f"{wall:>8.2f}{critical:>12.2f}{calls:>7}{litellm:>11.2f}{overhead:>12.2f}{ratio:>8.3f}"
                     load = os.getloadavg()[0]
                     print(f"{number + 1:<5}{figures}  cpu {cpu:.2f}s, load {load:.1f}  {code}", flush=True)
+                    if args.timeline:
+                        print_timeline(Path(home), len(args.code) * number + args.code.index(code))
     finally:
         model.stop()
         close(site.server if site is not None else None)

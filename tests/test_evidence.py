@@ -15,11 +15,12 @@ from typing import Any
 
 import pytest
 
+from pensieve.article.reference_list import reader_numbers
+from pensieve.article.sentences import cited_sentences, source_sentences
 from pensieve.config import Settings
 from pensieve.evidence import lexical
 from pensieve.evidence.align import Alignment, Citation
 from pensieve.evidence.hooks import align_file, current_evidence, stale_artifacts
-from pensieve.evidence.segment import cited_sentences, reader_numbers, source_sentences
 from pensieve.evidence.store import EVIDENCE_FILE, describe_share, latest_summary
 from pensieve.evidence.vectors import VECTORS_DIR
 from pensieve.model.llm import LLMReply

@@ -4,6 +4,9 @@ windows ahead, and the next draft's check embeds only sentences it has not seen.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,10 +16,15 @@ import pytest
 from pensieve.config import Settings
 from pensieve.evidence.hooks import align_file, warm_up
 from pensieve.evidence.vectors import VECTORS_DIR, shared_cache
+from pensieve.project.events import read_events
 from pensieve.project.workspace import Project, open_workspace
 from pensieve.topics.embedder import Embedder
-from tests.test_citations import article
+from tests.conftest import Home
+from tests.fakes.web_site import FakeSite
+from tests.test_citations import P1, P2, TYPED_REFS, article, script_clean_run
 from tests.test_evidence import INVENTED, CountingEmbedder, _project
+from tests.test_web_pipeline import NOTES
+from tests.web_fixtures import script_researcher
 
 
 class Loads:
@@ -72,3 +80,42 @@ def test_warm_up_prepares_the_sources_and_the_next_draft_embeds_only_new_sentenc
     # A short source has every window embedded by the first check: only the new sentence is.
     assert loads.model.texts - embedded == 1
     assert [s["verdict"] for s in alignment.sentences] == ["supported", "supported"]
+
+
+@pytest.mark.slow
+def test_a_run_that_checks_no_evidence_never_loads_the_embedding_model(web_home: Home, site: FakeSite) -> None:
+    """The warm-up starts when the first source is archived, but only for a run that will
+    check a draft: `--until outliner` archives pages and must not pay ~10 s loading the model
+    (it did: the outliner's start warmed up for the drafter's check of a later run)."""
+    pid = web_home.new()
+    script_researcher(web_home, site, NOTES)
+    # A process of its own, so what it imports is its own (PYTHONPROFILEIMPORTTIME lists it).
+    done = subprocess.run(
+        [sys.executable, "-m", "pensieve", "run", pid, "--until", "outliner", "--quiet"],
+        env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"},
+        cwd=web_home.path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (web_home.project_dir(pid) / "outline.md").is_file()
+    assert list((web_home.project_dir(pid) / "sources").glob("S*.md"))  # pages were archived
+    assert "| torch" not in done.stderr and "sentence_transformers" not in done.stderr
+
+
+@pytest.mark.slow
+def test_the_drafts_check_runs_beside_the_reviewers_and_the_reviser_waits_for_it(
+    web_home: Home, site: FakeSite
+) -> None:
+    """Nothing is sent back for draft_v1, so its check (seconds when cold) no longer holds
+    the three reviewers back; the reviser, which is given the check's list, starts after it."""
+    pid = web_home.new()
+    script_clean_run(web_home, site, draft=article(P1, INVENTED, P2) + TYPED_REFS)
+    assert web_home.run("run", pid, "--until", "reviser", "--quiet").exit_code == 0
+    order = [(e["kind"], e["stage"]) for e in read_events(web_home.project_dir(pid) / "events.jsonl")]
+    checked = order.index(("evidence", "drafter"))
+    assert order.index(("stage_start", "fact_checker")) < checked < order.index(("stage_start", "reviser"))
+    task = web_home.model.for_stage("reviser")[0].messages[1]["content"]
+    assert "14 not found in S1" in task  # the list of the check it waited for

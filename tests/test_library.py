@@ -273,3 +273,29 @@ def test_a_warm_search_sees_another_process_change_the_library(home: Home, tmp_p
     assert all(h.doc.id != bread.id for h in after)
     assert bread.id not in load_index(index_path(library)).docs  # and the index dropped it
     assert all(d.id != bread.id for d in library.documents())
+
+
+@pytest.mark.slow
+def test_an_index_built_by_another_embedding_is_re_embedded_and_said_in_one_line(home: Home, tmp_path: Path) -> None:
+    """Vectors of two embeddings cannot be compared: an index whose manifest names another
+    embedding is never mixed with this model's vectors, it is rebuilt and the command says so."""
+    from pensieve.library.index import EMBEDDING_ID, LibraryIndex
+    from pensieve.project.workspace import atomic_write_bytes
+
+    library = _library(home)
+    assert home.run("library", "add", str(raft_pdf(tmp_path))).exit_code == 0
+    built = load_index(index_path(library))
+    # The same passages, as another model (or an int8 copy) would have stored them.
+    foreign = LibraryIndex(built.docs, built.passages, built.vectors[:, ::-1].copy(), embedding_id="other/model@1")
+    atomic_write_bytes(index_path(library), foreign.to_bytes())
+    searched = home.run("library", "search", "election timeout", "--json")
+    assert searched.exit_code == 0, searched.stderr
+    notes = [line for line in searched.stderr.splitlines() if "another embedding" in line]
+    assert len(notes) == 1 and "other/model@1" in notes[0] and EMBEDDING_ID in notes[0], searched.stderr
+    assert f"re-embedded its {len(built.passages)} passages" in notes[0]
+    assert json.loads(searched.stdout)[0]["page"] == "12"
+    rebuilt = load_index(index_path(library))
+    assert rebuilt.embedding_id == EMBEDDING_ID and rebuilt.passages == built.passages
+    assert float((rebuilt.vectors * built.vectors).sum(axis=1).min()) > 0.999  # this model's vectors again
+    again = home.run("library", "search", "election timeout")
+    assert again.exit_code == 0 and "another embedding" not in again.stderr

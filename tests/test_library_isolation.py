@@ -85,3 +85,19 @@ def test_a_decompression_bomb_stays_inside_the_childs_memory_limit(home: Home, t
     assert "crashed the PDF reader (SIGABRT" in line and "library.extract_memory_mb (64 MB)" in line
     docs = Library(open_workspace(home.path, "default")).documents()
     assert [d.kind for d in docs] == ["markdown"]
+
+
+def test_the_isbn_printed_on_the_first_page_is_kept_and_a_wrong_check_digit_is_not(tmp_path: Path) -> None:
+    """ISBN-13 and ISBN-10 from the first page's text, checked by their check digit."""
+    book = write_pdf(
+        tmp_path / "book.pdf",
+        ["Designing Data-Intensive Applications. ISBN 978-1-4493-7332-0", "Chapter one."],
+        title="Designing Data-Intensive Applications",
+    ).read_bytes()
+    assert extract("book.pdf", book, Limits()).isbn == "9781449373320"
+    older = write_pdf(tmp_path / "older.pdf", ["Old book. ISBN: 0-306-40615-2"]).read_bytes()
+    assert extract("older.pdf", older, Limits()).isbn == "0306406152"
+    wrong = write_pdf(tmp_path / "wrong.pdf", ["A typo. ISBN 978-1-4493-7332-1"]).read_bytes()
+    assert extract("wrong.pdf", wrong, Limits()).isbn == ""
+    later = write_pdf(tmp_path / "later.pdf", ["No number here.", "ISBN 978-1-4493-7332-0 on page two"]).read_bytes()
+    assert extract("later.pdf", later, Limits()).isbn == ""  # only the first page is the book's own

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pensieve import prompts
+from pensieve.article.summary import document_title, opening_paragraph
 from pensieve.config import AgentSettings, Settings
 from pensieve.model.client import StageModelClient
 from pensieve.project.events import EventLog
@@ -22,7 +23,7 @@ from pensieve.run.finishing import Finisher
 from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES
 from pensieve.tools import offered_tools
 from pensieve.tools.registry import ToolContext
-from pensieve.tools.workspace import document_title, earlier_articles, list_projects, opening_paragraph
+from pensieve.tools.workspace import earlier_articles, list_projects
 from tests.conftest import Home
 
 SEARCH_ON = {"SEARCH_API_KEY": "test-key"}
@@ -215,6 +216,12 @@ def test_every_prompt_states_its_round_budget_and_tool_caps(project: Project) ->
             assert f"{tool.name} {settings.limits[tool.name]}" in rendered, (stage.name, tool.name)
     researcher = system_prompt(agent_run(project, "researcher", settings, SEARCH_ON))
     assert "Your budget: 12 rounds; tool calls web_search 5, fetch_url 7," in researcher
+    # Web and library offered: one budget for both, the larger of their totals (library 6 + 8).
+    assert "search_library 6, read_library_document 8" in researcher
+    assert (
+        "web_search, fetch_url, search_library and read_library_document together at most 14 calls "
+        "(one budget for the web and the library)" in researcher
+    )
     assert "by round 9 at the latest" in researcher  # a quarter of the rounds in reserve
 
 

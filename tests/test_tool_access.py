@@ -350,3 +350,37 @@ def test_mcp_arguments_are_checked_against_the_servers_schema() -> None:
     broken = {"type": "object", "properties": {"q": {"$ref": "#/$defs/missing"}}}
     odd = _as_tool(server, RemoteTool("wiki", "odd", "mcp.wiki.odd", "Odd", broken), "mcp_wiki_odd", given)
     assert odd.validate({"q": 1}) == {"q": 1}  # a broken schema of the server's: the server judges
+
+
+async def test_web_and_library_share_one_budget_that_fits_the_rounds(tmp_path: Path) -> None:
+    """Offered both the web and the library, the researcher is told one budget for their
+    gathering tools, the larger of the two totals (web 5 + 10 = 15, library 6 + 8 = 14),
+    and the dispatcher keeps to it: using both, the 16th call is refused (with topic
+    memory's 3 it fits the 18 rounds before the notes are due), while a researcher using
+    one of them keeps every call its own caps give it."""
+    from pensieve.run.budget import shared_cap
+
+    ctx = ctx_for(tmp_path, "researcher")
+    tools = [catalog()[name] for name in ("fetch_url", "search_library", "read_library_document")]
+    caps = {"web_search": 5, "fetch_url": 10, "search_library": 6, "read_library_document": 8}
+    shared = shared_cap(caps)
+    assert shared is not None and shared.cap == 15
+    assert shared_cap({"fetch_url": 10, "search_topics": 3}) is None  # one gathering: its own caps
+    box = ToolBox(ctx, tools, caps, shared=shared)
+    answers = []
+    for n in range(8):  # unknown ids: refused by the tool, but each is a call
+        answers.append(await box.call("read_library_document", json.dumps({"id": f"{n:012x}"})))
+    for n in range(6):  # an empty library: no hits
+        answers.append(await box.call("search_library", json.dumps({"query": f"consensus {n}"})))
+    # A loopback address is refused by the fetcher's guard before any request.
+    answers.append(await box.call("fetch_url", json.dumps({"url": "http://127.0.0.1:9/one"})))
+    assert not any("together have reached" in a.text for a in answers)
+    refused = await box.call("fetch_url", json.dumps({"url": "http://127.0.0.1:9/two"}))
+    assert refused.is_error and "together have reached their limit of 15 calls for the researcher stage" in refused.text
+    assert sum(box.calls.values()) == 15
+    # Using the web alone, all its calls go through the shared budget.
+    web_only = ToolBox(ctx, tools, caps, shared=shared)
+    for n in range(10):
+        outcome = await web_only.call("fetch_url", json.dumps({"url": f"http://127.0.0.1:9/{n}"}))
+        assert "together have reached" not in outcome.text and "has reached its limit" not in outcome.text
+    assert web_only.calls["fetch_url"] == 10

@@ -83,23 +83,26 @@ async def test_run_resources_open_the_web_state_once_and_close_it(tmp_path: Path
 
 
 def test_default_caps_agree_with_the_default_round_budget() -> None:
-    """A model that makes one call a round can spend a stage's search and fetch budget before
-    the round its file is due, and any one tool's cap still leaves two rounds to write and
-    answer."""
+    """A model that makes one call a round can spend a stage's whole gathering budget (web
+    and library together, as told) before the round its file is due, and any one tool's
+    cap still leaves two rounds to write and answer."""
     from pensieve.run.agent import _write_by_round
+    from pensieve.run.budget import shared_cap
     from pensieve.stages import STAGES
 
     settings = Settings()
     rounds = settings.llm.max_rounds
-    # The web's tools and the library's each fit, with topic memory, before the file is due
-    # (a library-only run, research.web false, has only the second; a run with both is
-    # told both caps and the round its file is due, and plans across them).
-    web = {"web_search", "fetch_url", "search_topics"}
-    library = {"search_library", "read_library_document", "search_topics"}
+    web = ["web_search", "fetch_url"]
+    library = ["search_library", "read_library_document"]
     for stage in STAGES:
-        for gathering in (web, library):
-            spent = sum(settings.limits[name] for name in stage.tools if name in gathering)
-            assert spent <= _write_by_round(rounds), (stage.name, sorted(gathering), spent)
+        # Offered the web only, the library only (research.web false), or both.
+        for gathering in (web, library, web + library):
+            offered = [name for name in stage.tools if name in gathering or name == "search_topics"]
+            caps = {name: settings.limits[name] for name in offered}
+            shared = shared_cap(caps)
+            gathered = sum(caps[name] for name in caps if shared is None or name not in shared.tools)
+            spent = gathered + (shared.cap if shared else 0)
+            assert spent <= _write_by_round(rounds), (stage.name, gathering, spent)
         for name in stage.tools:
             assert settings.limits[name] <= rounds - 2, (stage.name, name)
     for name in ("researcher", "fact_checker"):  # the stages offered the library

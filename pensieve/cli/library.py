@@ -41,9 +41,12 @@ def _index_after_add(workspace: str) -> None:
     from pensieve.topics.embedder import ModelUnavailable, get_embedder
 
     try:
-        update_index(Library(workspace_of(workspace)), get_embedder)
+        report = update_index(Library(workspace_of(workspace)), get_embedder)
     except ModelUnavailable as exc:
         err.print(f"warning: added, but not indexed yet: {exc}", markup=False)
+        return
+    if report.note():
+        err.print(f"note: {report.note()}", markup=False)
 
 
 @library_app.command("add")
@@ -189,7 +192,7 @@ def library_search(
 
     def action() -> list[Hit]:
         from pensieve.config import load_settings, workspace_settings
-        from pensieve.library.index import clean_query, search
+        from pensieve.library.index import clean_query, search, update_index
         from pensieve.library.store import Library
         from pensieve.topics.embedder import get_embedder
 
@@ -198,7 +201,11 @@ def library_search(
             raise UsageError(f"--k must be at least 1, not {k}")
         ws = workspace_of(workspace)
         settings = workspace_settings(load_settings(), ws.root)
-        return search(Library(ws), query, k or settings.library.max_results, get_embedder)
+        library = Library(ws)
+        note = update_index(library, get_embedder).note()
+        if note:
+            err.print(f"note: {note}", markup=False)
+        return search(library, query, k or settings.library.max_results, get_embedder)
 
     hits = guarded(action)
     if as_json:

@@ -121,8 +121,12 @@ def extract(name: str, data: bytes, limits: Limits, media_type: str = "", url: s
 
 
 def _with_identifiers(found: Extracted) -> Extracted:
-    """DOI and ISBN from the first page when the file's metadata had none."""
-    head = found.text[:_FIRST_PAGE_CHARS]
+    """DOI and ISBN from the first page when the file's metadata had none (a PDF's first
+    page ends where its second starts: a number on page 2 may be a cited book's)."""
+    end = _FIRST_PAGE_CHARS
+    if found.mark_kind == "page" and len(found.marks) > 1:
+        end = min(end, found.marks[1][0])
+    head = found.text[:end]
     doi = found.doi
     if not doi:
         match = _DOI_IN_TEXT.search(head)

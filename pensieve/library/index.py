@@ -131,6 +131,17 @@ class UpdateReport:
     embedded: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     passages_embedded: int = 0
+    # The embedding that had built the index, when it was another (everything re-embedded).
+    replaced_embedding: str = ""
+
+    def note(self) -> str:
+        """One line for the writer when the index was rebuilt for another embedding, else ""."""
+        if not self.replaced_embedding:
+            return ""
+        return (
+            f"the library index had been built by another embedding ({self.replaced_embedding[:80]}); "
+            f"re-embedded its {self.passages_embedded:,} passages with {EMBEDDING_ID}"
+        )
 
 
 def index_path(library: Library) -> Path:
@@ -161,20 +172,27 @@ _identity = file_identity
 
 def load_index(path: Path) -> LibraryIndex:
     """The stored index; an empty one if there is none or it is unusable (it is rebuilt)."""
+    return _read_index(path)[0]
+
+
+def _read_index(path: Path) -> tuple[LibraryIndex, str]:
+    """The stored index, and the embedding that built it when that is not EMBEDDING_ID (the
+    index is then empty: its vectors cannot be compared with this model's, so every
+    document is embedded again, and the caller can say so)."""
     identity = _identity(path)
     if identity is None:
-        return LibraryIndex.empty()
+        return LibraryIndex.empty(), ""
     cached = _cache.get(path)
     if cached and cached[0] == identity:
-        return cached[1]
+        return cached[1], ""
     try:
         index = LibraryIndex.from_file(path)
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
-        return LibraryIndex.empty()
+        return LibraryIndex.empty(), ""
     if index.embedding_id != EMBEDDING_ID:
-        return LibraryIndex.empty()
+        return LibraryIndex.empty(), index.embedding_id
     _cache[path] = (identity, index)
-    return index
+    return index, ""
 
 
 def update_index(library: Library, embedder: Callable[[], Embedder]) -> UpdateReport:
@@ -187,10 +205,10 @@ def update_index(library: Library, embedder: Callable[[], Embedder]) -> UpdateRe
         return UpdateReport(cached[1])
     with _index_lock(library):
         catalog_identity = _identity(catalog)
-        old = load_index(path)
+        old, replaced = _read_index(path)
         docs = {d.id: d for d in library.documents()}
         have = set(old.docs)
-        report = UpdateReport(old, removed=sorted(have - set(docs)))
+        report = UpdateReport(old, removed=sorted(have - set(docs)), replaced_embedding=replaced)
         missing = [d for d in docs.values() if d.id not in have]
         if not missing and not report.removed:
             _remember_current(path, catalog_identity)

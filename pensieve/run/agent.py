@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pensieve import prompts
+from pensieve.article.summary import document_title
 from pensieve.errors import StageFailed
 from pensieve.model.client import ModelClient
 from pensieve.model.llm import LLMReply, ToolCall
@@ -24,6 +25,8 @@ from pensieve.model.textcalls import parse_text_tool_calls
 from pensieve.project.events import EventKind
 from pensieve.project.source_archive import SourceArchive
 from pensieve.project.status import ContextStats
+from pensieve.run.budget import describe as budget_text
+from pensieve.run.budget import shared_cap
 from pensieve.run.context import compact
 from pensieve.run.dispatch import LoopDetected, ToolBox
 from pensieve.run.finishing import Finisher
@@ -32,7 +35,6 @@ from pensieve.tool_matrix import cap_for
 from pensieve.tools import TOOL_NAMES, offered_tools
 from pensieve.tools.files import MAX_WRITE_CHARS
 from pensieve.tools.registry import Tool, ToolContext
-from pensieve.tools.workspace import document_title
 from pensieve.web.catalog import CATALOG
 
 if TYPE_CHECKING:
@@ -152,7 +154,8 @@ def system_prompt(run: AgentRun) -> str:
     missing = "".join(f"\n- {name} is not available in this run: {why}" for name, why in run.missing_tools.items())
     names = {t.name for t in run.tools}
     max_rounds = settings.max_rounds_for(stage.name)
-    caps = ", ".join(f"{t.name} {tool_cap(t, settings)}" for t in run.tools)
+    own = {t.name: tool_cap(t, settings) for t in run.tools}
+    caps = ", ".join(f"{name} {cap}" for name, cap in own.items()) + budget_text(shared_cap(own))
     budget = research_budget(settings, run.ctx.environ) if stage.scopes else ""
     variables: dict[str, str | bool] = {
         "stage": stage.name,
@@ -227,7 +230,8 @@ async def run_agent(run: AgentRun) -> str:
     pensieve.run.finishing); returns the model's final text (may be empty)."""
     settings = run.ctx.settings
     stage = run.ctx.stage.name
-    box = ToolBox(run.ctx, run.tools, {t.name: tool_cap(t, settings) for t in run.tools}, run.missing_tools)
+    caps = {t.name: tool_cap(t, settings) for t in run.tools}
+    box = ToolBox(run.ctx, run.tools, caps, run.missing_tools, shared_cap(caps))
     finisher = run.finisher
     system, task = system_prompt(run), task_message(run)
     finisher.prompts = (system, task)

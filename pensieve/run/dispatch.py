@@ -48,6 +48,16 @@ class ToolCrashed(StageFailed):
 
 
 @dataclass(frozen=True)
+class SharedCap:
+    """One budget for several tools on top of their own caps: the web's and the library's
+    gathering tools when a stage is offered both (pensieve.run.budget)."""
+
+    tools: frozenset[str]
+    cap: int
+    what: str  # how the refusal names the budget
+
+
+@dataclass(frozen=True)
 class ToolOutcome:
     text: str
     is_error: bool
@@ -61,10 +71,12 @@ class ToolBox:
         tools: list[Tool],
         limits: Mapping[str, int],
         missing: Mapping[str, str] | None = None,
+        shared: SharedCap | None = None,
     ) -> None:
         self.ctx = ctx
         self.tools = {t.name: t for t in tools}
         self.limits = limits
+        self.shared = shared
         # Tools of the column that could not be offered, and why ("mcp.wiki.*": the server's failure).
         self.missing = dict(missing or {})
         self.calls: Counter[str] = Counter()
@@ -112,6 +124,23 @@ class ToolBox:
                 return why
         return None
 
+    def _over_cap(self, name: str, found: Tool) -> str | None:
+        """Why one more call of this tool is refused (its own cap, or the budget it shares), or None."""
+        stage = self.ctx.stage.name
+        cap = self.limits.get(name, found.default_limit if found.origin != "built-in" else None)
+        if cap is not None and self.calls[name] >= cap:
+            return (
+                f"{name} has reached its limit of {cap} calls for the {stage} stage (limits.{name}); "
+                "finish with what you have"
+            )
+        shared = self.shared
+        if shared is not None and name in shared.tools and sum(self.calls[t] for t in shared.tools) >= shared.cap:
+            return (
+                f"{name} refused: {shared.what} together have reached their limit of {shared.cap} calls for the "
+                f"{stage} stage; finish with what you have"
+            )
+        return None
+
     async def call(self, name: str, raw_arguments: str) -> ToolOutcome:
         started = time.monotonic()
         stage = self.ctx.stage.name
@@ -149,13 +178,9 @@ class ToolBox:
         except ToolError as exc:
             return self._error(f"invalid arguments for {name}: {exc}; schema: {schema}", started)
 
-        cap = self.limits.get(name, found.default_limit if found.origin != "built-in" else None)
-        if cap is not None and self.calls[name] >= cap:
-            return self._error(
-                f"{name} has reached its limit of {cap} calls for the {stage} stage (limits.{name}); "
-                "finish with what you have",
-                started,
-            )
+        refusal = self._over_cap(name, found)
+        if refusal:
+            return self._error(refusal, started)
         self.calls[name] += 1
         try:
             result = await found.function(self.ctx, **values)

@@ -22,7 +22,7 @@ from pensieve.config import Settings
 from pensieve.errors import PensieveError, StageFailed
 from pensieve.model import llm
 from pensieve.model.client import StageModelClient
-from pensieve.project.events import EventBus, EventKind, EventLog, EventSink, Subscriber
+from pensieve.project.events import Event, EventBus, EventKind, EventLog, EventSink, Subscriber, data_of
 from pensieve.project.staleness import demote_missing, input_hashes
 from pensieve.project.status import Status, Usage, load_status, save_status
 from pensieve.project.workspace import Project, atomic_copy, atomic_write_text, remove_stale_temporaries
@@ -85,6 +85,11 @@ class Runner:
         self.resend_after_recovery: dict[str, str] = {}
         # The evidence check's model and sources, made ready while a stage waits for its model.
         self._evidence_warm_up: asyncio.Future[None] | None = None
+        self._warmed_on_archiving = False
+        # Checks of artifacts nothing is sent back for, running beside the next stages; the
+        # stage that revises the artifact waits for its check (`_checked`).
+        self._checks: dict[str, asyncio.Future[str | None]] = {}
+        self.events.subscribe(self._warm_up_on_first_source)
 
     # -- status bookkeeping -------------------------------------------------------------
     def save(self) -> None:
@@ -147,6 +152,8 @@ class Runner:
         citation check failed in a way it can fix by running again, else None. Without
         `feedback` (a fix turn with one list of its own), no evidence list is added."""
         column = resolve_column(stage.name, stage.tools, self.settings)
+        if stage.revises is not None:
+            await self._checked(stage.revises)  # its evidence list comes from that check
         # The MCP servers it may use start first, so a failure is said before the stage begins.
         mcp = await self._mcp_tools(column)
         reading = await self._reading_list(stage, column)
@@ -175,8 +182,32 @@ class Runner:
         self.events.emit(EventKind.STAGE_END, stage.name, usage=self.status.stages[stage.name].usage.model_dump())
         self._record_lost_facts(stage)
         fix = self.check_citations(stage) if stage.citation_check else None
-        unsupported = await self.check_evidence(stage) if stage.evidence else None
+        unsupported = None
+        if stage.evidence and not stage.resend_on_failed_check:
+            # Nothing is sent back for this artifact: its check (a cold one embeds for seconds)
+            # runs beside the stages after it; the stage that revises it waits for it.
+            self._checks[stage.writes] = asyncio.ensure_future(self.check_evidence(stage))
+        elif stage.evidence:
+            unsupported = await self.check_evidence(stage)
         return "\n\n".join(t for t in (fix, unsupported) if t) or None
+
+    async def _checked(self, name: str) -> None:
+        """Wait for the running evidence check of `name`, if there is one."""
+        check = self._checks.pop(name, None)
+        if check is not None:
+            await check
+
+    async def _all_checked(self, *, cancel: bool = False) -> None:
+        """Every running check done (or cancelled) before the run settles: evidence.json
+        and its event are written before the run ends."""
+        checks, self._checks = list(self._checks.values()), {}
+        for check in checks:
+            if cancel:
+                check.cancel()
+        results = await asyncio.gather(*checks, return_exceptions=True)
+        bugs = [r for r in results if isinstance(r, Exception) and not isinstance(r, asyncio.CancelledError)]
+        if bugs and not cancel:
+            raise bugs[0]
 
     async def _reading_list(self, stage: Stage, column: Column) -> str:
         """The researcher's reading list (`new --source`, batch `sources:`): archived as
@@ -403,14 +434,31 @@ class Runner:
             "only what is listed below: fix those sentences and keep the rest of your first pass as it is."
         )
 
+    def _warm_up_on_first_source(self, event: Event) -> None:
+        """The first source archived in this run starts the warm-up at once: loading the model
+        takes about 10 s, and waiting for the next stage to start put it on the critical path
+        whenever the research stage ended soon after its last fetch."""
+        data = data_of(event, EventKind.FETCH) or data_of(event, EventKind.MCP_CALL)
+        archived = data is not None and data.get("new_source", False)
+        if self._warmed_on_archiving or not archived:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # emitted off the event loop: the next stage's start warms up
+            return
+        self._warmed_on_archiving = True
+        self._warm_up_evidence()
+
     def _warm_up_evidence(self) -> None:
         """Once sources are archived, load the embedding model and cut the sources into windows
         in a thread while the stages wait for their model: the check after a draft then only
         embeds what its sentences need. One warm-up after another; it never fails the run."""
-        if not self.settings.evidence.enabled:
-            return
-        if all(self.status.stages[s.name].status == "complete" for s in STAGES if s.evidence):
-            return  # no check is left to run (the running stage is not complete yet)
+        if not self.settings.evidence.enabled or self._checks:
+            return  # a running check prepares what a warm-up would, and shares its caches
+        if not any(
+            self.status.stages[s.name].status != "complete" and self._in_scope(s.name) for s in STAGES if s.evidence
+        ):
+            return  # no check is left for this run (the running stage is not complete yet)
         from pensieve.evidence.hooks import warm_up
 
         previous = self._evidence_warm_up
@@ -555,6 +603,10 @@ class Runner:
         self._check_mcp_servers(selected)
         try:
             await self._schedule(selected, result)
+            await self._all_checked()
+        except BaseException:
+            await self._all_checked(cancel=True)
+            raise
         finally:
             await self._close_resources()
         if self._settle(result) == "complete":

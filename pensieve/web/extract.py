@@ -70,6 +70,10 @@ def extract(body: bytes, media_type: str, charset: str | None, url: str) -> Extr
         include_comments=False,
         include_tables=True,
         favor_recall=True,
+        # Only the title is kept (dates come from page_meta). htmldate's extensive search
+        # loads every dateparser locale on the first page with a date-like string: 6-7 CPU-s
+        # once per process, measured on a 60 KB design document; the text is the same.
+        date_extraction_params={"extensive_search": False, "original_date": True},
     )
     title = ""
     text = ""
