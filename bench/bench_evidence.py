@@ -42,9 +42,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from pensieve.article.sentences import cited_sentences
 from pensieve.config import Settings
 from pensieve.evidence.hooks import align_file
-from pensieve.evidence.segment import cited_sentences
 from pensieve.evidence.vectors import VECTORS_DIR, VectorCache, shared_forget
 from pensieve.project.source_archive import SourceArchive
 from pensieve.project.workspace import Project, open_workspace

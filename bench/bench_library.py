@@ -18,12 +18,19 @@
    again); its text is real text for BM25. Wall and CPU time of the search and of its
    parts (the query embedding, BM25), and of the same query again (its vector cached).
    Target: under 100 ms.
+5. An int8 copy of the model (torch dynamic quantization of its Linear layers, one scale
+   per output channel) against the float32 one: CPU time of the same passages through the
+   bulk path, alternating, and the cosine of their vectors; then retrieval over the Rust
+   RFCs (--rfcs, 639 markdown files; --rfc-step 2 takes every other one) added as a
+   library, indexed and searched once with each model: recall@10 of the RFC whose summary's
+   first sentence is the query, by the hybrid search and by the vectors alone, and the share
+   of the top 10 both return. docs/library.md says why int8 is not the library's model.
 
 The generated text is English words (this project's docs) by default; `--text made-up`
 uses made-up words, which the tokenizer cuts into about twice as many pieces.
 
 Run: python bench/bench_library.py [--pages 1000] [--words 250] [--passages 10000] [--text english|made-up]
-     [--skip 1,2] [--pdf FILE ...]
+     [--skip 1,2] [--pdf FILE ...] [--int8-passages 400] [--rfcs DIR] [--rfc-step 1]
 """
 
 from __future__ import annotations
@@ -44,13 +51,22 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
+import numpy.typing as npt
 
 from pensieve.library.extract import Limits, _pdf
-from pensieve.library.index import PASSAGE_WORDS, LibraryIndex, index_path, passages_of, search, update_index
+from pensieve.library.index import (
+    PASSAGE_WORDS,
+    LibraryIndex,
+    index_path,
+    passages_of,
+    query_vector,
+    search,
+    update_index,
+)
 from pensieve.library.isolation import extract_pdf
 from pensieve.library.store import Library
 from pensieve.project.workspace import Workspace, atomic_write_bytes
-from pensieve.topics.embedder import DIMENSION, get_embedder
+from pensieve.topics.embedder import DIMENSION, Embedder, SentenceEmbedder, get_embedder
 from tests.library_files import pdf_bytes
 
 SYLLABLES = [a + b for a in "bcdfghklmnprstvz" for b in ("a", "e", "i", "o", "u", "ai", "ou")]
@@ -325,6 +341,133 @@ def bench_search(root: Path, rng: random.Random, words: list[str], passages: int
     return [by_doc[p.doc][p.start : p.end] for p in found]
 
 
+# -- 5. int8 against float32 embedding -------------------------------------------------------------
+
+
+def quantized(base: SentenceEmbedder) -> SentenceEmbedder:
+    """A copy of `base` whose Linear layers compute in int8 (torch dynamic quantization,
+    one scale per output channel of each weight; per tensor moved the vectors more: cosine
+    0.94 to float32's against 0.987)."""
+    import copy
+    import warnings
+
+    import torch
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch announces the move of eager quantization to torchao
+        model = quantize_dynamic(  # type: ignore[no-untyped-call]
+            copy.deepcopy(base._model), {torch.nn.Linear: per_channel_dynamic_qconfig}
+        )
+    return SentenceEmbedder(model)
+
+
+_int8: list[SentenceEmbedder] = []
+
+
+def get_int8_embedder() -> SentenceEmbedder:
+    if not _int8:
+        _int8.append(quantized(get_embedder()))
+    return _int8[0]
+
+
+def _encode_timed(embedder: Embedder, texts: list[str]) -> tuple[Phase, npt.NDArray[np.float32]]:
+    with Phase() as phase:
+        vectors = embedder.encode(texts)
+    return phase, vectors
+
+
+def bench_int8_speed(rng: random.Random, words: list[str], count: int) -> None:
+    """An int8 copy of the model against the float32 one on the same passages, through the
+    bulk path `library add` takes (one torch thread per core), alternating, twice each."""
+    texts = [f"Book {n % 10}: {page_text(rng, words, PASSAGE_WORDS - 2)}" for n in range(count)]
+    fp32, int8 = get_embedder(), get_int8_embedder()
+    fp32.encode(texts[:80]), int8.encode(texts[:80])  # warm both
+    runs: dict[str, list[Phase]] = {"float32": [], "int8": []}
+    vectors: dict[str, npt.NDArray[np.float32]] = {}
+    for _ in range(2):
+        for name, embedder in (("float32", fp32), ("int8", int8)):
+            phase, vectors[name] = _encode_timed(embedder, texts)
+            runs[name].append(phase)
+    cosine = (vectors["float32"] * vectors["int8"]).sum(axis=1)
+    print(f"5. int8 (torch dynamic quantization) against float32: {count} generated passages, twice each")
+    for name, phases in runs.items():
+        cpu = min(p.cpu for p in phases)
+        print(
+            f"   {name:7s} " + "; ".join(str(p) for p in phases) + f" = {count / cpu:.1f} passages per CPU second",
+            flush=True,
+        )
+    ratio = min(p.cpu for p in runs["int8"]) / min(p.cpu for p in runs["float32"])
+    print(
+        f"   int8 takes {ratio:.2f}x the CPU of float32; cosine of its vectors to float32's: "
+        f"min {cosine.min():.4f}, median {np.median(cosine):.4f}",
+        flush=True,
+    )
+
+
+_SUMMARY = re.compile(r"^#+\s*Summary\s*$\n+(.+?)(?:\n\s*\n|\Z)", re.MULTILINE | re.DOTALL | re.IGNORECASE)
+
+
+def rfc_query(text: str) -> str:
+    """The first sentence of the RFC's summary, without markdown."""
+    found = _SUMMARY.search(text)
+    if not found:
+        return ""
+    paragraph = re.sub(r"[`*_\[\]]|\(http[^)]*\)", "", " ".join(found.group(1).split()))
+    return re.split(r"(?<=[.!?])\s", paragraph, maxsplit=1)[0][:300]
+
+
+def bench_rfc_quality(root: Path, corpus: Path, step: int, k: int = 10) -> None:
+    """Retrieval over the Rust RFCs added as a library, once indexed and searched with the
+    float32 model and once with the int8 one: the query is the first sentence of each RFC's
+    summary, recall@k is the share of queries whose RFC is among the k hits (the hybrid
+    search `search_library` runs, and the vector ranking alone), overlap the share of the
+    k hits both models return."""
+    files = sorted(corpus.glob("*.md"))[::step]
+    libraries = {name: Library(Workspace(root, f"rfc-{name}")) for name in ("float32", "int8")}
+    embedders: dict[str, Callable[[], Embedder]] = {"float32": get_embedder, "int8": get_int8_embedder}
+    queries: dict[str, str] = {}
+    for library in libraries.values():
+        for path in files:
+            doc, _ = library.add_bytes(path.name, path.read_bytes(), Limits())
+            query = rfc_query(path.read_text(encoding="utf-8", errors="replace"))
+            if query:
+                queries[doc.id] = query
+    print(f"   Rust RFCs ({len(files)} of {len(list(corpus.glob('*.md')))} files), {len(queries)} queries")
+    found: dict[str, list[list[tuple[str, int, int]]]] = {}
+    vector_recall: dict[str, float] = {}
+    for name, library in libraries.items():
+        with Phase() as indexed:
+            index = update_index(library, embedders[name]).index
+        hits_per_query, vector_hits = [], 0
+        for doc_id, query in queries.items():
+            hits = search(library, query, k, embedders[name])
+            hits_per_query.append([(h.doc.id, h.passage.start, h.passage.end) for h in hits])
+            cosine = index.vectors @ query_vector(query, embedders[name]())
+            ranked: list[str] = []
+            for row in np.argsort(-cosine):
+                owner = index.passages[int(row)].doc
+                if owner not in ranked:
+                    ranked.append(owner)
+                if len(ranked) == k:
+                    break
+            vector_hits += doc_id in ranked
+        found[name] = hits_per_query
+        recall = statistics.mean(
+            doc_id in {d for d, _, _ in hits} for doc_id, hits in zip(queries, hits_per_query, strict=True)
+        )
+        vector_recall[name] = vector_hits / len(queries)
+        print(
+            f"   {name:7s} indexing {len(index.passages):,} passages {indexed}; recall@{k}: hybrid {recall:.1%}, "
+            f"vectors alone {vector_recall[name]:.1%}",
+            flush=True,
+        )
+    overlap = statistics.mean(
+        len(set(a) & set(b)) / max(len(a), 1) for a, b in zip(found["float32"], found["int8"], strict=True)
+    )
+    print(f"   top-{k} hits shared by int8 and float32 (hybrid search): {overlap:.1%}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pages", type=int, default=1000)
@@ -333,6 +476,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=30)
     parser.add_argument("--pdf", type=Path, nargs="*", default=[])
     parser.add_argument("--skip", default="", help="parts to skip, e.g. 1,2")
+    parser.add_argument("--int8-passages", type=int, default=400, help="part 5: passages timed per model")
+    parser.add_argument("--rfcs", type=Path, default=Path("/work/shared/corpus/rust-rfcs"), help="part 5's corpus")
+    parser.add_argument("--rfc-step", type=int, default=1, help="part 5: every Nth RFC (2 halves the time)")
     parser.add_argument(
         "--text", choices=("english", "made-up"), default="english", help="the words of generated pages and queries"
     )
@@ -349,6 +495,12 @@ def main() -> None:
             bench_bm25(texts, [sentence(rng, words) for _ in range(args.queries)])
         if "3" not in skip:
             bench_adding(Path(tmp), rng, words, args.pages, args.words)
+        if "5" not in skip:
+            bench_int8_speed(rng, words, args.int8_passages)
+            if args.rfcs.is_dir():
+                bench_rfc_quality(Path(tmp), args.rfcs, args.rfc_step)
+            else:
+                print(f"   {args.rfcs} is not a folder: give the Rust RFCs' markdown files with --rfcs")
 
 
 if __name__ == "__main__":

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pensieve.article.blocks import split_notes
+from pensieve.article.citations import cited_ids, normalize_citations
 from pensieve.citations.check import run_check
 from pensieve.citations.cited_sources import CitedSource
 from pensieve.citations.references import numbered_for_reader, with_references, with_source_list
-from pensieve.citations.text import cited_ids, normalize_citations, split_notes
 from pensieve.config import Settings, TopicsSettings
 from pensieve.errors import UsageError
 from pensieve.project.events import read_events

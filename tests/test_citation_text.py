@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
+from pensieve.article.blocks import split_references
+from pensieve.article.citations import cited_ids
+from pensieve.article.tables import parse_fact_table, quoted_spans, split_table_row
+from pensieve.article.words import normalize
 from pensieve.citations.check import run_check
 from pensieve.citations.cited_sources import CitedSource
 from pensieve.citations.references import numbered_for_reader, source_list, with_references, with_source_list
-from pensieve.citations.text import (
-    cited_ids,
-    normalize,
-    parse_fact_table,
-    quoted_spans,
-    split_references,
-    split_table_row,
-)
 
 SOURCES = {
     "S1": CitedSource(

@@ -624,7 +624,7 @@ def test_export_after_a_real_pipeline_run(home: Home) -> None:
 def test_json_sentences_are_the_sentences_the_evidence_check_judged() -> None:
     """One sentence splitter (evidence.segment): an abbreviation or an initial ends no
     sentence in the JSON export either, and a citation stays with the sentence it closes."""
-    from pensieve.evidence.segment import split_sentences as evidence_sentences
+    from pensieve.article.sentences import split_sentences as evidence_sentences
     from pensieve.publish.json_export import split_sentences
 
     cite = "\ue0003\ue001"

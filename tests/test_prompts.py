@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pensieve import prompts
+from pensieve.article.summary import document_title, opening_paragraph
 from pensieve.config import AgentSettings, Settings
 from pensieve.model.client import StageModelClient
 from pensieve.project.events import EventLog
@@ -22,7 +23,7 @@ from pensieve.run.finishing import Finisher
 from pensieve.stages import BY_NAME, STAGE_NAMES, STAGES
 from pensieve.tools import offered_tools
 from pensieve.tools.registry import ToolContext
-from pensieve.tools.workspace import document_title, earlier_articles, list_projects, opening_paragraph
+from pensieve.tools.workspace import earlier_articles, list_projects
 from tests.conftest import Home
 
 SEARCH_ON = {"SEARCH_API_KEY": "test-key"}

@@ -15,6 +15,7 @@ from pensieve.library.sources import archive_document
 from pensieve.library.store import Library
 from tests.browser_support import chromium_browser
 from tests.conftest import Home
+from tests.fakes.web_site import FakeSite
 from tests.library_files import pdf_bytes, scanned_pdf_bytes
 from tests.studio_support import HOSTILE, TOKEN, client, make_project, real_server, sentence, workspace, write_evidence
 from tests.test_library import RAFT_PAGES
@@ -121,3 +122,24 @@ def test_the_library_page_uploads_searches_and_shows_where_documents_are_cited(
         assert page.evaluate(FLAG)
         assert violations == [], violations
         context.close()
+
+
+@pytest.mark.slow
+def test_a_url_is_added_through_the_api_with_the_same_safe_fetch(home: Home, site: FakeSite) -> None:
+    """The Library page's "Add a URL": fetched once through the guard and robots.txt of
+    `fetch_url`, like `pensieve library add URL`; a refusal is a 400 with the reason."""
+    home.configure(fetch={"allow_private_hosts": True, "timeout_s": 3})
+    with client() as http:
+        added = http.post("/api/library/url", json={"url": site.url("/article")})
+        assert added.status_code == 201, added.text
+        listed = http.get("/api/library").json()["documents"]
+        assert [d["url"] for d in listed] == [site.url("/article")] and listed[0]["id"] == added.json()["id"]
+        assert listed[0]["kind"] == "html"
+        secret = http.post("/api/library/url", json={"url": site.url("/private/secret")})
+        assert secret.status_code == 400 and "robots.txt" in secret.json()["error"]
+        for bad in ({"url": "file:///etc/passwd"}, {"url": 7}, {}):
+            refused = http.post("/api/library/url", json=bad)
+            assert refused.status_code == 400 and '"url" must be an http or https URL' in refused.json()["error"]
+        assert len(http.get("/api/library").json()["documents"]) == 1  # nothing half-added
+    requested = site.paths()
+    assert "/private/secret" not in requested  # robots.txt said no: the page was never asked for

@@ -37,7 +37,7 @@ from dbos import DBOS, SetWorkflowID
 from pensieve.batch.items import BatchItem
 from pensieve.config import Settings, load_settings, pensieve_home
 from pensieve.errors import ProjectBusy, UsageError
-from pensieve.project.events import Event, EventKind
+from pensieve.project.events import Event, EventKind, data_of
 from pensieve.project.workspace import Project, Workspace, open_workspace
 from pensieve.redact import hide_url_secrets, scrub
 from pensieve.stages import STAGE_NAMES, STAGES
@@ -496,15 +496,19 @@ class Worker:
         seen = self.seen.setdefault(project, Seen())
 
         def on_event(event: Event) -> None:
-            if event.kind == EventKind.MODEL and isinstance(event.get("cost_usd"), int | float):
+            # Read typed (data_of): a call whose data is malformed counts no cost, never a KeyError.
+            model = data_of(event, EventKind.MODEL)
+            cost = model.get("cost_usd") if model is not None else None
+            if cost is not None:
                 with self._lock:
-                    self.spent += float(event.get("cost_usd"))
-                    seen.cost += float(event.get("cost_usd"))
+                    self.spent += float(cost)
+                    seen.cost += float(cost)
             elif event.kind == EventKind.STAGE_START:
                 seen.stage = event.stage
-            elif event.kind in (EventKind.STAGE_END, EventKind.STAGE_ERROR):
-                state = "complete" if event.kind == EventKind.STAGE_END else f"error: {event.get('error', '')}"
-                self._say(f"{project}: {event.stage} {state}")
+            elif event.kind == EventKind.STAGE_END:
+                self._say(f"{project}: {event.stage} complete")
+            elif (failed := data_of(event, EventKind.STAGE_ERROR)) is not None:
+                self._say(f"{project}: {event.stage} error: {failed['error']}")
 
         return on_event
 

@@ -19,6 +19,20 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pensieve.article.blocks import paragraphs, split_notes, split_references, strip_code
+from pensieve.article.citations import (
+    CITE_GROUP,
+    NUMBER_GROUP,
+    SOURCE_ID,
+    bare_urls,
+    citation_count,
+    cited_ids,
+    normalize_citations,
+    number_groups,
+)
+from pensieve.article.reference_list import labelled_entries, numbered_list
+from pensieve.article.tables import parse_fact_table, quoted_spans
+from pensieve.article.words import normalize
 from pensieve.citations.cited_sources import CitedSource
 from pensieve.citations.references import (
     AUTHOR_YEAR,
@@ -30,22 +44,6 @@ from pensieve.citations.references import (
     works,
 )
 from pensieve.citations.summary import CheckSummary, FileSummary, Problem
-from pensieve.citations.text import (
-    CITE_GROUP,
-    NUMBER_GROUP,
-    SOURCE_ID,
-    bare_urls,
-    citation_count,
-    cited_ids,
-    normalize,
-    normalize_citations,
-    paragraphs,
-    parse_fact_table,
-    quoted_spans,
-    split_notes,
-    split_references,
-    strip_code,
-)
 from pensieve.project.source_archive import normalize_url
 from pensieve.stages import CITING_FILES, CLAIMS_TABLE, Artifact, comes_after
 from pensieve.web.identifiers import canonical_urls
@@ -116,35 +114,14 @@ def _known_urls(sources: dict[str, CitedSource]) -> set[str]:
     return {key for s in sources.values() for key in _source_urls(s)}
 
 
-_REF_LINE = re.compile(r"^\s*(?:[-*]|\d+[.)])?\s*\[?(S\d+|\d+)\]?[.:)]?\s+(.*)$")
-
-
-def _reference_entries(section: str) -> list[tuple[str, str]]:
-    """(label, rest of line) for each entry of a reference list; label is 'S3' or '3'."""
-    entries = []
-    for line in section.splitlines()[1:]:
-        if not line.strip():
-            continue
-        match = _REF_LINE.match(line)
-        if match:
-            entries.append((match.group(1), match.group(2)))
-        elif line.strip().startswith(("-", "*")) or line.strip()[:1].isdigit():
-            entries.append(("?", line.strip()))
-    return entries
-
-
 def final_style(text: str, default: str) -> str:
     """The reference style a final article is in, read from its list (numbered entries or
     bullets), else from its citations, else the configured one."""
     article, _notes = split_notes(strip_code(text))
     body, references = split_references(article)
-    if references is not None:
-        for line in references.splitlines()[1:]:
-            stripped = line.strip()
-            if re.match(r"^\[?\d+[.)\]]", stripped):
-                return NUMBERED
-            if stripped.startswith(("-", "*")):
-                return AUTHOR_YEAR if not re.match(r"^[-*]\s*\[(S?\d+)\]", stripped) else NUMBERED
+    numbered = numbered_list(references) if references is not None else None
+    if numbered is not None:
+        return NUMBERED if numbered else AUTHOR_YEAR
     if NUMBER_GROUP.search(body):
         return NUMBERED
     return default
@@ -177,7 +154,7 @@ def check_text(
             report.problems.append(Problem(name, "unfetched_url", f"{url} was never fetched"))
 
     if references is not None:
-        entries = _reference_entries(references)
+        entries = labelled_entries(references)
         labels = [label for label, _ in entries]
         for label in sorted({lbl for lbl in labels if labels.count(lbl) > 1}):
             report.problems.append(Problem(name, "duplicate_reference", f"[{label}] is listed more than once"))
@@ -198,7 +175,7 @@ def check_text(
                     Problem(name, "reference_mismatch", f"[{label}] is listed with a URL that is not its source's")
                 )
         if numbered:
-            used = {n for g in NUMBER_GROUP.finditer(body) for n in re.findall(r"\d+", g.group(1))}
+            used = {n for g in number_groups(body) for n in g.labels}
         else:
             used = {sid for sid in ids if sid in sources}  # unknown ids are reported above
         listed = set(labels) - {"?"}

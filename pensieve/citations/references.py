@@ -20,17 +20,10 @@ from dataclasses import replace
 from typing import Protocol
 from urllib.parse import urlsplit
 
+from pensieve.article.blocks import split_notes, split_references
+from pensieve.article.citations import CITE_GROUP, SOURCE_ID, cited_ids, drop_footnote_definitions, normalize_citations
+from pensieve.article.words import shorten
 from pensieve.citations.cited_sources import CitedSource
-from pensieve.citations.text import (
-    CITE_GROUP,
-    SOURCE_ID,
-    cited_ids,
-    drop_footnote_definitions,
-    normalize_citations,
-    shorten,
-    split_notes,
-    split_references,
-)
 from pensieve.web.identifiers import canonical_url
 
 NUMBERED = "numbered"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TextIO
@@ -20,7 +21,7 @@ from rich.live import Live
 from rich.table import Table
 
 from pensieve.cli.support import silence
-from pensieve.project.events import Event, EventKind
+from pensieve.project.events import Event, EventKind, data_of
 from pensieve.redact import scrub
 
 
@@ -50,49 +51,77 @@ class Display(ABC):
     verbose: bool = False
 
     def __call__(self, event: Event) -> None:
-        stage = event.stage or ""
-        match event.kind:
-            case EventKind.STAGE_START:
-                self.stage_started(stage, str(event.get("model", "")))
-            case EventKind.STAGE_END:
-                usage = event.get("usage") or {}
-                tokens = int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
-                self.stage_finished(stage, "complete", f"{tokens:,} tokens")
-            case EventKind.STAGE_ERROR:
-                self.stage_finished(stage, "error", scrub(str(event.get("error", ""))))
-            case EventKind.STAGE_INTERRUPTED:
-                self.stage_finished(stage, "interrupted", "")
-            case EventKind.TOOL:
-                self.tool_called(
-                    stage, str(event.get("tool")), scrub(str(event.get("arguments", ""))), bool(event.get("error"))
-                )
-            case EventKind.MODEL if event.get("error") is None:
-                self.model_called(stage, int(event.get("prompt_tokens", 0)), int(event.get("completion_tokens", 0)))
-            case EventKind.MODEL if self.verbose and event.get("detail"):
-                self.note(f"{stage}: model call failed: {event.get('detail')}")
-            case EventKind.RETRY:
-                error, wait = str(event.get("error", ""))[:160], float(event.get("wait_s", 0.0))
-                self.note(f"{stage}: model call failed ({error}); retrying in {wait:.1f}s")
-                if self.verbose and event.get("detail"):
-                    self.note(f"{stage}: {event.get('detail')}")
-            case EventKind.CITATION_CHECK if not event.get("ok"):
-                self.note(f"citation check after {stage}: {event.get('problem_count', 0)} problem(s)")
-            case EventKind.EVIDENCE if (event.get("summary") or {}).get("cited_sentences"):
-                summary = event.get("summary") or {}
-                self.note(
-                    f"evidence after {stage}: {summary.get('supported', 0)}/{summary.get('cited_sentences', 0)} "
-                    f"cited sentences supported, {summary.get('unsupported', 0)} unsupported"
-                )
-            case EventKind.REPAIR:
-                self.note(f"{stage}: {_ASKED_AGAIN.get(str(event.get('reason')), 'asking the model again')}")
-            case EventKind.NOTE:
-                self.note(str(event.get("message", "")))
-            case EventKind.TOPIC_CAPTURED:
-                self.note(f"topic memory: the article was captured as {event.get('slug')}")
-            case EventKind.TOPIC_CAPTURE_FAILED:
-                self.note(f"topic memory: the article was not captured ({event.get('error')})")
-            case _:
-                pass
+        # Each kind's data is read typed (data_of): an event whose data lacks a field or has
+        # another type is not shown, never a KeyError in the middle of a run.
+        shown = _SHOWN.get(event.kind)
+        if shown is not None:
+            shown(self, event.stage or "", event)
+
+    def _stage_start(self, stage: str, event: Event) -> None:
+        if (data := data_of(event, EventKind.STAGE_START)) is not None:
+            self.stage_started(stage, data["model"])
+
+    def _stage_end(self, stage: str, event: Event) -> None:
+        if (data := data_of(event, EventKind.STAGE_END)) is not None:
+            usage = data["usage"]
+            tokens = _count(usage.get("prompt_tokens")) + _count(usage.get("completion_tokens"))
+            self.stage_finished(stage, "complete", f"{tokens:,} tokens")
+
+    def _stage_error(self, stage: str, event: Event) -> None:
+        if (data := data_of(event, EventKind.STAGE_ERROR)) is not None:
+            self.stage_finished(stage, "error", scrub(data["error"]))
+
+    def _stage_interrupted(self, stage: str, event: Event) -> None:
+        self.stage_finished(stage, "interrupted", "")
+
+    def _tool(self, stage: str, event: Event) -> None:
+        if (data := data_of(event, EventKind.TOOL)) is not None:
+            self.tool_called(stage, data["tool"], scrub(data["arguments"]), bool(data["error"]))
+
+    def _model(self, stage: str, event: Event) -> None:
+        data = data_of(event, EventKind.MODEL)
+        if data is None:
+            return
+        if data.get("error") is None:
+            self.model_called(stage, data.get("prompt_tokens", 0), data.get("completion_tokens", 0))
+        elif self.verbose and data.get("detail"):
+            self.note(f"{stage}: model call failed: {data.get('detail')}")
+
+    def _retry(self, stage: str, event: Event) -> None:
+        if (data := data_of(event, EventKind.RETRY)) is not None:
+            error, wait = data["error"][:160], float(data["wait_s"])
+            self.note(f"{stage}: model call failed ({error}); retrying in {wait:.1f}s")
+            if self.verbose and data["detail"]:
+                self.note(f"{stage}: {data['detail']}")
+
+    def _citation_check(self, stage: str, event: Event) -> None:
+        if (data := data_of(event, EventKind.CITATION_CHECK)) is not None and not data["ok"]:
+            self.note(f"citation check after {stage}: {data['problem_count']} problem(s)")
+
+    def _evidence(self, stage: str, event: Event) -> None:
+        data = data_of(event, EventKind.EVIDENCE)
+        summary = data["summary"] if data is not None else {}
+        if summary.get("cited_sentences"):
+            self.note(
+                f"evidence after {stage}: {summary.get('supported', 0)}/{summary.get('cited_sentences', 0)} "
+                f"cited sentences supported, {summary.get('unsupported', 0)} unsupported"
+            )
+
+    def _repair(self, stage: str, event: Event) -> None:
+        if (data := data_of(event, EventKind.REPAIR)) is not None:
+            self.note(f"{stage}: {_ASKED_AGAIN.get(data['reason'], 'asking the model again')}")
+
+    def _note(self, stage: str, event: Event) -> None:
+        if (data := data_of(event, EventKind.NOTE)) is not None:
+            self.note(data["message"])
+
+    def _topic_captured(self, stage: str, event: Event) -> None:
+        if (data := data_of(event, EventKind.TOPIC_CAPTURED)) is not None:
+            self.note(f"topic memory: the article was captured as {data['slug']}")
+
+    def _topic_capture_failed(self, stage: str, event: Event) -> None:
+        if (data := data_of(event, EventKind.TOPIC_CAPTURE_FAILED)) is not None:
+            self.note(f"topic memory: the article was not captured ({data['error']})")
 
     @abstractmethod
     def stage_started(self, stage: str, model: str) -> None: ...
@@ -108,6 +137,29 @@ class Display(ABC):
 
     @abstractmethod
     def note(self, message: str) -> None: ...
+
+
+def _count(value: object) -> int:
+    """A token count from a usage record (0 when it is not a number)."""
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+# The kinds a person watching is shown, and how (the others are for events.jsonl only).
+_SHOWN: dict[EventKind, Callable[[Display, str, Event], None]] = {
+    EventKind.STAGE_START: Display._stage_start,
+    EventKind.STAGE_END: Display._stage_end,
+    EventKind.STAGE_ERROR: Display._stage_error,
+    EventKind.STAGE_INTERRUPTED: Display._stage_interrupted,
+    EventKind.TOOL: Display._tool,
+    EventKind.MODEL: Display._model,
+    EventKind.RETRY: Display._retry,
+    EventKind.CITATION_CHECK: Display._citation_check,
+    EventKind.EVIDENCE: Display._evidence,
+    EventKind.REPAIR: Display._repair,
+    EventKind.NOTE: Display._note,
+    EventKind.TOPIC_CAPTURED: Display._topic_captured,
+    EventKind.TOPIC_CAPTURE_FAILED: Display._topic_capture_failed,
+}
 
 
 class PlainReporter(Display):

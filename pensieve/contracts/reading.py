@@ -135,7 +135,7 @@ def article_body(text: str) -> str:
     """An article without its revision notes and reference list (neither is the article)."""
     # Imported here: the citation parser compiles its patterns on import, and this package
     # is imported with the stage table by every command.
-    from pensieve.citations.text import split_notes, split_references
+    from pensieve.article.blocks import split_notes, split_references
 
     article, _notes = split_notes(text)
     body, _references = split_references(article)

@@ -280,7 +280,8 @@ class CitesSources(Requirement):
                 "search with web_search, read the best pages with fetch_url, and cite each finding by the id "
                 "fetch_url reports (e.g. [S1])",
             )
-        from pensieve.citations.text import cited_ids, normalize_citations, split_references  # on use: see reading
+        from pensieve.article.blocks import split_references  # on use: see reading
+        from pensieve.article.citations import cited_ids, normalize_citations
 
         body, _references = split_references(text)
         # [S1], or a form the citation normaliser turns into it: (S1), [s1], [^S1], [S1, p. 4].
@@ -364,7 +365,7 @@ class ClaimsTable(Requirement):
     name: ClassVar[str] = "claims_table"
 
     def check(self, text: str, given: Inputs) -> Violation | None:
-        from pensieve.citations.text import parse_fact_table  # on use: see reading.article_body
+        from pensieve.article.tables import parse_fact_table  # on use: see reading.article_body
 
         rows = parse_fact_table(text)
         if not rows:

@@ -1,7 +1,8 @@
 """Claim-level evidence: every cited sentence of the drafts and the final article aligned
 with the passages of its cited sources that best support it.
 
-- `segment`: cited sentences of an artifact, sentence windows of a source (offsets kept);
+- `segment`: cited sentences of an artifact, sentence windows of a source (offsets kept),
+  as the article reader (`pensieve.article.sentences`) reads them;
 - `lexical`: the numbers, dates, quantities and named entities a sentence asserts;
 - `align`: MiniLM similarity plus the lexical evidence -> a verdict per (sentence, source);
 - `vectors`: source window vectors cached per content hash (re-checking embeds nothing);

@@ -44,6 +44,9 @@ _MIN_COVERAGE = 0.25
 # share of the sentence's words (negation and direction words aside) near it.
 _SAME_SUBJECT = 0.5
 _SAID_IN_WORDS = 0.6  # share of the sentence's words in the passage that makes a close passage say it
+# A sentence resting on a few passages together: this share of its words within them.
+# (Genuine sentences that gather facts: 0.8-1.0; planted errors mostly 0.2-0.6.)
+_UNION_COVERAGE = 0.75
 _HEADER_CHARS = 1_500  # a page's header (number, status, dates, version) comes first
 _RANK = {v: i for i, v in enumerate(VERDICTS)}  # supported best
 
@@ -273,6 +276,16 @@ def assess(
         # MiniLM scores a faithful paraphrase of a technical passage 0.40-0.55; a passage that
         # uses most of the sentence's own words says it.
         score = thresholds.supported
+    together = _together(claim, view, by_sim, sims, facts, thresholds) if score < thresholds.supported else []
+    if together:
+        # Every word and value of the sentence within a few passages of the page that are about
+        # it: a sentence gathering facts the page states a paragraph apart (MiniLM scores no
+        # single window of it above 0.55).
+        score, support = thresholds.supported, [i for i in together if i != index]
+        context_text = " ".join(
+            windows[j].text for j in sorted({j for i in together for j in _around(i, len(windows))})
+        )
+        covered = lexical.coverage(claim, context_text)
     found = _Findings(
         "supported" if score >= thresholds.supported else "weak" if score >= thresholds.weak else "unsupported"
     )
@@ -296,12 +309,7 @@ def assess(
     # An absolute the page states anywhere it says this (any passage as close as a supporting
     # one) is the page's, not the writer's.
     close = " ".join(windows[i].text for i in by_sim if sims[i] >= thresholds.supported)
-    # A word inside a quotation the page holds verbatim is the page's own ("ultimately failed
-    # to solve" claims no solving), so only the writer's words are checked for strength.
-    own_words = claim
-    for quote in quoted:
-        own_words = own_words.replace(quote, " ")
-    stronger = lexical.stronger_cues(own_words, context_text + " " + close, window.text)
+    stronger = _stronger(claim, quoted, context_text + " " + close, window.text)
     if stronger:
         found.add("weak", "stated more strongly than the passage: " + ", ".join(stronger), 0.4)
     if covered < _MIN_COVERAGE:
@@ -398,6 +406,35 @@ def _passage(source: SourceText, window: Span) -> dict[str, Any]:
 
 def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
+
+
+def _together(
+    claim: str,
+    view: SourceView,
+    by_sim: list[int],
+    sims: dict[int, float],
+    facts: list[lexical.Fact],
+    thresholds: Thresholds,
+) -> list[int]:
+    """The source's most similar windows, when together (with the sentences next to them)
+    they hold nearly all of the sentence's words and every one of its values; [] otherwise."""
+    best = by_sim[:_SUPPORT_WINDOWS]
+    if not best or sims[best[0]] < thresholds.weak:
+        return []  # nothing in the page is about the sentence
+    near = sorted({j for i in best for j in _around(i, len(view.windows))})
+    if lexical.coverage(claim, " ".join(view.windows[j].text for j in near)) < _UNION_COVERAGE:
+        return []
+    hay = _haystack_of(view.windows, near)
+    return best if all(hay.has(f) for f in facts) else []
+
+
+def _stronger(claim: str, quoted: list[str], passage: str, rests_on: str) -> list[str]:
+    # A word inside a quotation the page holds verbatim is the page's own ("ultimately failed
+    # to solve" claims no solving), so only the writer's words are checked for strength.
+    own_words = claim
+    for quote in quoted:
+        own_words = own_words.replace(quote, " ")
+    return lexical.stronger_cues(own_words, passage, rests_on)
 
 
 def _around(index: int, count: int) -> list[int]:

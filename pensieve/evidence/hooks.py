@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pensieve.article.reference_list import reader_numbers
 from pensieve.config import Settings
 from pensieve.evidence.align import Alignment, SourceText, Thresholds, align_text, view_of
-from pensieve.evidence.segment import reader_numbers
 from pensieve.evidence.store import ALIGNED, VERSION, artifact_entry, readable_evidence, save_entry
 from pensieve.evidence.vectors import VECTORS_DIR, VectorCache, shared_cache
 from pensieve.front_matter import split_front_matter
@@ -220,7 +220,8 @@ def _what_differs(sentence: dict[str, Any]) -> str:
 def verified_quotes(project_dir: Path, texts: dict[str, SourceText]) -> list[tuple[str, str, str, str]]:
     """(claim number, claim, source id, quote) of fact_check.md's supported claims whose quote
     is in the cited source's archived text as written: claims a fact checker verified."""
-    from pensieve.citations.text import normalize, parse_fact_table, quoted_spans
+    from pensieve.article.tables import parse_fact_table, quoted_spans
+    from pensieve.article.words import normalize
 
     try:
         table = (project_dir / FACT_CHECK).read_text(encoding="utf-8", errors="replace")

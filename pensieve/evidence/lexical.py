@@ -263,7 +263,12 @@ _DOWN = re.compile(
 # A claim stated more strongly than its source: absolutes in the sentence...
 _STRONG = (
     ("always", re.compile(r"\b(?:always|invariably|in every case|without exception)\b", re.I)),
-    ("all", re.compile(r"\b(?:all|every(?!\s+(?:\d+|\w+)\s*-?\s*(?:days?|weeks?|months?|years?)\b)|each)\b", re.I)),
+    # "each method returns ..." distributes, it claims no universality; "not ... at all" is
+    # emphasis of a negation.
+    (
+        "all",
+        re.compile(r"\b(?:(?<!\bat )all|every(?!\s+(?:\d+|\w+)\s*-?\s*(?:days?|weeks?|months?|years?)\b))\b", re.I),
+    ),
     ("never", re.compile(r"\bnever\b", re.I)),
     ("proves", re.compile(r"\b(?:prov(?:e|es|ed|en|ing)|proof|confirm(?:s|ed)?|establish(?:es|ed)?)\b", re.I)),
     ("guarantees", re.compile(r"\b(?:guarantee\w*|ensur\w*|certain(?:ly)?|definitely|undoubtedly)\b", re.I)),
@@ -520,9 +525,17 @@ def present(fact: Fact, hay: Haystack) -> bool:
         return True
     if fact.surface.isupper() and 2 <= len(key) <= 6 and key in hay.acronyms:
         return True
+    if fact.surface.isupper() and 2 <= len(key) <= 6 and key.isalpha() and _spelled_out(key, text_lower):
+        return True  # "NLL" where the page writes "non-lexical lifetimes"
     # Inflections and demonyms: "Europe" / "European", "Kenya" / "Kenyan".
     stem = key[: max(4, len(key) - 2)]
     return len(key) >= 5 and any(w.startswith(stem) for w in words)
+
+
+def _spelled_out(acronym: str, text_lower: str) -> bool:
+    """Whether the text has words (or hyphenated parts) whose initials spell the acronym."""
+    pattern = r"[\s-]+".join(rf"{re.escape(c)}[a-z]*" for c in acronym)
+    return re.search(rf"(?<![\w-]){pattern}(?![\w-])", text_lower) is not None
 
 
 _NAME_RUN = re.compile(r"(?:[A-Z][\w-]*(?:\s+(?:of|and|for|the|de|du)\s+|\s+))+[A-Z][\w-]*")
@@ -655,7 +668,7 @@ def reversed_terms(sentence: str, passage: str) -> str:
 
 
 # A value with its label: "Rust 2021", "version 1.13", "E0597", "u64", "RFC 204".
-_LABELLED = re.compile(r"(?<![\w.])([A-Za-z]{1,12})(?:[ \t]|(?<=[A-Za-z])(?=\d))(\d+(?:\.\d+)*)(?![\w.]*\d)")
+_LABELLED = re.compile(r"(?<![\w.])([A-Za-z]{1,12})(?:[ \t]#?|#|(?<=[A-Za-z])(?=\d))(\d+(?:\.\d+)*)(?![\w.]*\d)")
 
 
 def labelled_values(text: str) -> dict[str, set[str]]:
@@ -670,7 +683,7 @@ def labelled_values(text: str) -> dict[str, set[str]]:
 
 
 def _as_written(text: str, label: str, value: str) -> str:
-    match = re.search(rf"(?<![\w.])({re.escape(label)})([ \t]?){re.escape(value)}(?![\w.]*\d)", text, re.I)
+    match = re.search(rf"(?<![\w.])({re.escape(label)})([ \t]?#?){re.escape(value)}(?![\w.]*\d)", text, re.I)
     return match.group(0) if match else f"{label} {value}"
 
 

@@ -15,11 +15,11 @@ import itertools
 import re
 from dataclasses import dataclass
 
+from pensieve.article.citations import without_ids
 from pensieve.evidence.segment import body_sentences, cited_sentences, claim_text
 from pensieve.project.workspace import Project
 from pensieve.stages import STAGES, Stage
 
-_CITATIONS = re.compile(r"\s*\[S\d+(?:\s*[,;]\s*S\d+)*\]")
 _FIGURE = re.compile(r"(?<![\w.])\d+(?:[.,:]\d+)*(?:%|\b)")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
 _STOP = frozenset(
@@ -81,7 +81,7 @@ def lost_facts(before_name: str, before: str, after_name: str, after: str) -> li
         if _kept(words, figures, windows, everywhere):
             continue
         missing = tuple(sorted(figures - everywhere))
-        shown = " ".join(_CITATIONS.sub("", sentence.text).split())  # as written: `&*x` stays `&*x`
+        shown = " ".join(without_ids(sentence.text).split())  # as written: `&*x` stays `&*x`
         lost.append(LostFact(before_name, after_name, shown, sentence.ids, missing))
     return lost
 

@@ -15,8 +15,10 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cache
 from pathlib import Path
-from typing import Any, Literal, Required, TypedDict, Unpack, overload
+from types import UnionType
+from typing import Any, Literal, Required, TypedDict, Union, Unpack, get_args, get_origin, get_type_hints, overload
 
 from pensieve.clock import now_iso
 from pensieve.project.workspace import open_regular_nofollow, read_file_nofollow
@@ -228,11 +230,10 @@ DATA_OF: dict[EventKind, type] = {
 class Event:
     kind: EventKind
     stage: str | None
-    data: dict[str, Any] = field(default_factory=dict)
+    # Written through EventSink.emit (checked against the kind's TypedDict there); read
+    # through data_of, which gives it that type back.
+    data: dict[str, object] = field(default_factory=dict)
     ts: str = field(default_factory=now_iso)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.data.get(key, default)
 
 
 Subscriber = Callable[[Event], None]
@@ -399,3 +400,132 @@ def read_events(path: Path) -> list[dict[str, Any]]:
         except (json.JSONDecodeError, RecursionError):
             continue  # a line cut short by a crash
     return events
+
+
+# -- reading: an event's data checked against its kind's TypedDict ----------------------------
+# Readers (the progress display, the batch worker, whatever reads events.jsonl back) take
+# an event's data through data_of, so mypy checks the field names they read and a malformed
+# event (a field missing or of another type, a line from an older or damaged log) is
+# skipped by its reader, never a KeyError.
+
+
+@cache
+def _fields(shape: type) -> tuple[frozenset[str], dict[str, object]]:
+    required: frozenset[str] = getattr(shape, "__required_keys__", frozenset())
+    return required, get_type_hints(shape)
+
+
+def _matches(value: object, annotation: object) -> bool:
+    """Whether a JSON value fits a field's annotation (the types the TypedDicts above use)."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if annotation is object or annotation is Any:
+        return True
+    if annotation is type(None):
+        return value is None
+    if annotation is bool:
+        return type(value) is bool
+    if annotation is int:
+        return type(value) is int
+    if annotation is float:  # JSON writes 2.0 as 2.0, but a hand-made line may say 2
+        return type(value) in (int, float)
+    if annotation is str:
+        return isinstance(value, str)
+    if origin in (Union, UnionType):
+        return any(_matches(value, arg) for arg in args)
+    if origin is list:
+        return isinstance(value, list) and all(_matches(item, args[0]) for item in value)
+    if origin in (dict, Mapping):
+        return isinstance(value, dict) and all(
+            isinstance(key, str) and _matches(item, args[1]) for key, item in value.items()
+        )
+    return False  # a type the shapes do not use: refuse rather than pass it on unchecked
+
+
+def well_formed(data: Mapping[str, object], shape: type) -> bool:
+    """Whether `data` has every required field of the TypedDict `shape`, each field it has
+    of its declared type (fields the shape does not name are allowed: a newer writer)."""
+    required, hints = _fields(shape)
+    if not required <= data.keys():
+        return False
+    return all(_matches(value, hints[key]) for key, value in data.items() if key in hints)
+
+
+@overload
+def data_of(event: Event, kind: Literal[EventKind.STAGE_START]) -> StageStart | None: ...
+@overload
+def data_of(event: Event, kind: Literal[EventKind.STAGE_END]) -> StageEnd | None: ...
+@overload
+def data_of(event: Event, kind: Literal[EventKind.STAGE_ERROR]) -> StageError | None: ...
+@overload
+def data_of(event: Event, kind: Literal[EventKind.STAGE_INTERRUPTED]) -> NoData | None: ...
+@overload
+def data_of(event: Event, kind: Literal[EventKind.MODEL]) -> ModelCall | None: ...
+@overload
+def data_of(event: Event, kind: Literal[EventKind.RETRY]) -> Retry | None: ...
+@overload
+def data_of(event: Event, kind: Literal[EventKind.TOOL]) -> ToolCall | None: ...
+@overload
+def data_of(event: Event, kind: Literal[EventKind.CONTEXT_COMPACTED]) -> ContextCompacted | None: ...
+@overload
+def data_of(event: Event, kind: Literal[EventKind.TEXT_TOOL_CALLS]) -> TextToolCalls | None: ...
+@overload
+def data_of(event: Event, kind: Literal[EventKind.REPAIR]) -> Repair | None: ...
+@overload
+def data_of(event: Event, kind: Literal[EventKind.CITATION_CHECK]) -> CitationCheck | None: ...
+@overload
+def data_of(event: Event, kind: Literal[EventKind.EVIDENCE]) -> EvidenceChecked | None: ...
+@overload
+def data_of(event: Event, kind: Literal[EventKind.NOTE]) -> Note | None: ...
+@overload
+def data_of(event: Event, kind: Literal[EventKind.FETCH]) -> Fetch | None: ...
+@overload
+def data_of(event: Event, kind: Literal[EventKind.WEB_SEARCH]) -> WebSearch | None: ...
+@overload
+def data_of(event: Event, kind: Literal[EventKind.LIBRARY_SEARCH]) -> LibrarySearch | None: ...
+@overload
+def data_of(event: Event, kind: Literal[EventKind.MCP_SERVER]) -> McpServer | None: ...
+@overload
+def data_of(event: Event, kind: Literal[EventKind.MCP_CALL]) -> McpCall | None: ...
+@overload
+def data_of(event: Event, kind: Literal[EventKind.TOPICS_WARNING]) -> Note | None: ...
+@overload
+def data_of(event: Event, kind: Literal[EventKind.TOPIC_CAPTURED]) -> TopicCaptured | None: ...
+@overload
+def data_of(event: Event, kind: Literal[EventKind.TOPIC_CAPTURE_FAILED]) -> TopicCaptureFailed | None: ...
+@overload
+def data_of(event: Event, kind: Literal[EventKind.RUN_END]) -> RunEnded | None: ...
+@overload
+def data_of(event: Event, kind: EventKind) -> Mapping[str, object] | None: ...
+def data_of(event: Event, kind: EventKind) -> Mapping[str, object] | None:
+    """The event's data typed as its kind's TypedDict, or None when the event is of another
+    kind or its data does not have that shape."""
+    if event.kind != kind or not well_formed(event.data, DATA_OF[kind]):
+        return None
+    return event.data
+
+
+_ENVELOPE = ("ts", "kind", "stage")
+
+
+def parse_event(record: object) -> Event | None:
+    """The Event of one events.jsonl record (ts, kind and stage beside the data), None for
+    anything else: not an object, an unknown kind, a stage or time that is not text. The
+    data is checked when read, by data_of."""
+    if not isinstance(record, dict):
+        return None
+    kind, stage, ts = record.get("kind"), record.get("stage"), record.get("ts")
+    if not isinstance(kind, str) or kind not in _KINDS or not isinstance(ts, str):
+        return None
+    if stage is not None and not isinstance(stage, str):
+        return None
+    data = {str(key): value for key, value in record.items() if key not in _ENVELOPE}
+    return Event(EventKind(kind), stage, data, ts)
+
+
+_KINDS = frozenset(kind.value for kind in EventKind)
+
+
+def load_events(path: Path) -> list[Event]:
+    """events.jsonl as Events, in order; lines that are not an event (cut short by a crash,
+    damaged, of an unknown kind) are skipped."""
+    return [event for record in read_events(path) if (event := parse_event(record)) is not None]

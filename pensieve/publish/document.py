@@ -18,14 +18,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pensieve.citations.text import (
-    CITE_GROUP,
-    NUMBER_GROUP,
-    bare_urls,
+from pensieve.article.blocks import (
+    TITLE_HEADING,
     code_spans,
+    inside,
+    is_reference_section,
     split_notes,
     split_references,
 )
+from pensieve.article.citations import CITE_GROUP, NUMBER_GROUP, bare_urls, id_groups, number_groups
+from pensieve.article.reference_list import entries as listed_entries
 from pensieve.errors import CorruptState, UsageError
 from pensieve.evidence.schema import CitationEvidence, EvidenceSummary
 from pensieve.evidence.store import EVIDENCE_FILE, VERDICTS, load_evidence, text_sha256, well_formed
@@ -42,10 +44,6 @@ DEFAULT_ARTIFACT: str = FINAL_ARTICLE.value
 _OPEN, _CLOSE = "\ue000", "\ue001"
 PLACEHOLDER = re.compile(f"{_OPEN}(\\d+){_CLOSE}")
 _PRIVATE = re.compile(f"[{_OPEN}{_CLOSE}]")
-_H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.M)
-_NUMBERED_ENTRY = re.compile(r"^\s*(?:[-*]\s*)?\[?(\d{1,3})\]?[.):]?\s+(.*)$")
-_ID_ENTRY = re.compile(r"^\s*(?:[-*]|\d+[.)])?\s*\[(S\d+)\]")
-_BULLET_ENTRY = re.compile(r"^\s*[-*]\s+(.*)$")
 
 
 @dataclass(frozen=True)
@@ -214,7 +212,7 @@ def load_article(project_dir: Path, name: str = DEFAULT_ARTIFACT) -> Article:
 
     start, front_title = _front_matter(text)
     cuts = _cuts(text, start)
-    title_match = next((m for m in _H1.finditer(text, start) if not _inside(m.start(), cuts)), None)
+    title_match = next((m for m in TITLE_HEADING.finditer(text, start) if not inside(m.start(), cuts)), None)
     title = ""
     if title_match is not None and not text[start : title_match.start()].strip():
         title = _plain_title(title_match.group(1))
@@ -320,24 +318,20 @@ def _numbered_references(text: str, cuts: list[tuple[int, int]], archive: Source
     shown unresolved). An entry is matched by a URL that reached the page, else by the DOI,
     else by the page's title (an entry may give a work's identifier URL, e.g. doi.org)."""
     mapping: dict[str, str | None] = {}
-    entries = archive.entries()
+    sources = archive.entries()
     # The archive's own lookup key for every URL that reached a page (one pass, not one per entry).
-    by_url = {normalize_url(u): s.id for s in entries for u in (s.url, s.final_url, *s.also) if u}
+    by_url = {normalize_url(u): s.id for s in sources for u in (s.url, s.final_url, *s.also) if u}
     for cut_start, cut_end in cuts:
         section = text[cut_start:cut_end]
-        if not re.match(r"#{1,6}\s*(references|sources|bibliography|works cited)", section, re.I):
+        if not is_reference_section(section):
             continue
-        for line in section.splitlines()[1:]:
-            by_id = _ID_ENTRY.match(line)
-            if by_id:
-                mapping[by_id.group(1)] = by_id.group(1)
-                continue
-            entry = _NUMBERED_ENTRY.match(line)
-            bullet = _BULLET_ENTRY.match(line)
-            if entry:
-                mapping[entry.group(1)] = _match_entry(entry.group(2), by_url, entries)
-            elif bullet:
-                mapping[f"-{len(mapping) + 1}"] = _match_entry(bullet.group(1), by_url, entries)
+        for entry in listed_entries(section):
+            if entry.kind == "id":
+                mapping[entry.label] = entry.label
+            elif entry.kind == "number":
+                mapping[entry.label] = _match_entry(entry.text, by_url, sources)
+            else:
+                mapping[f"-{len(mapping) + 1}"] = _match_entry(entry.text, by_url, sources)
     return mapping
 
 
@@ -368,10 +362,6 @@ def _author_year_labels(project_dir: Path, sources: dict[str, ArchivedSource]) -
     return {clean_text(label): sid for sid, label in labels.items() if sid in sources and clean_text(label)}
 
 
-def _inside(position: int, spans: list[tuple[int, int]]) -> bool:
-    return any(s <= position < e for s, e in spans)
-
-
 @dataclass(frozen=True)
 class _Found:
     start: int
@@ -394,19 +384,18 @@ def _citation_matches(
     in the artifact's reference list (so `[3]` in a draft or a year is left alone), and
     `(Label, 2018; Other, 2019)` when every part is an author-year label of the archive."""
     found: list[_Found] = []
-    for match in CITE_GROUP.finditer(text, start):
-        if not _inside(match.start(), skip):
-            ids = re.findall(r"S\d+", match.group(1))
-            found.append(_Found(match.start(), match.end(), match.group(0), [(sid, sid) for sid in ids]))
+    for group in id_groups(text, start):
+        if not inside(group.start, skip):
+            found.append(_Found(group.start, group.end, group.written, [(sid, sid) for sid in group.labels]))
     if numbers:
-        for match in NUMBER_GROUP.finditer(text, start):
-            cited = re.findall(r"\d+", match.group(1))
-            if all(n in numbers for n in cited) and not _inside(match.start(), skip):
-                found.append(_Found(match.start(), match.end(), match.group(0), [(n, numbers[n]) for n in cited]))
+        for group in number_groups(text, start):
+            cited = group.labels
+            if all(n in numbers for n in cited) and not inside(group.start, skip):
+                found.append(_Found(group.start, group.end, group.written, [(n, numbers[n]) for n in cited]))
     if labels:
         for match in _LABEL_GROUP.finditer(text, start):
             parts = [clean_text(p) for p in match.group(1).split(";")]
-            if all(p in labels for p in parts) and not _inside(match.start(), skip):
+            if all(p in labels for p in parts) and not inside(match.start(), skip):
                 found.append(_Found(match.start(), match.end(), match.group(0), [(p, labels[p]) for p in parts]))
     found.sort(key=lambda f: f.start)
     return found

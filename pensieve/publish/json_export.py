@@ -10,7 +10,7 @@ from typing import Any
 from markdown_it.token import Token
 
 from pensieve import __version__
-from pensieve.evidence.segment import split_sentences as segment_sentences
+from pensieve.article.sentences import split_sentences as segment_sentences
 from pensieve.publish.document import PLACEHOLDER, Article, CiteItem, Reference
 from pensieve.publish.markdown import neutralise_markdown
 from pensieve.publish.render import html_renderer

@@ -14,7 +14,7 @@ import json
 import re
 import secrets
 
-from pensieve.citations.text import code_spans
+from pensieve.article.blocks import in_prose
 from pensieve.front_matter import render_front_matter
 from pensieve.publish.document import Article
 from pensieve.publish.markdown_links import make_links_safe, rewrite_targets
@@ -51,14 +51,7 @@ def neutralise_markdown(text: str) -> str:
 
 def _neutralise_prose(text: str) -> str:
     """The rewriting part of `neutralise_markdown`, before the parser's check."""
-    out: list[str] = []
-    position = 0
-    for start, end in code_spans(text):
-        out.append(_neutralise(text[position:start]))
-        out.append(text[start:end])
-        position = end
-    out.append(_neutralise(text[position:]))
-    return "".join(out)
+    return in_prose(text, _neutralise)
 
 
 def reference_markdown(number: int, parts: ReferenceParts) -> str:

@@ -25,7 +25,7 @@ from markdown_it.common.utils import unescapeAll
 from markdown_it.helpers import parseLinkDestination
 from markdown_it.token import Token
 
-from pensieve.citations.text import code_spans
+from pensieve.article.blocks import code_spans
 from pensieve.publish.links import safe_link
 
 # Where a link target starts: after `](` (inline link or image) or after the `]:` of a

@@ -24,7 +24,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from pensieve.citations.text import SOURCE_ID
+from pensieve.article.citations import SOURCE_ID
 from pensieve.publish.document import (
     DEFAULT_ARTIFACT,
     PLACEHOLDER,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pensieve import prompts
+from pensieve.article.summary import document_title
 from pensieve.errors import StageFailed
 from pensieve.model.client import ModelClient
 from pensieve.model.llm import LLMReply, ToolCall
@@ -34,7 +35,6 @@ from pensieve.tool_matrix import cap_for
 from pensieve.tools import TOOL_NAMES, offered_tools
 from pensieve.tools.files import MAX_WRITE_CHARS
 from pensieve.tools.registry import Tool, ToolContext
-from pensieve.tools.workspace import document_title
 from pensieve.web.catalog import CATALOG
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from pensieve.config import Settings
 from pensieve.errors import PensieveError, StageFailed
 from pensieve.model import llm
 from pensieve.model.client import StageModelClient
-from pensieve.project.events import Event, EventBus, EventKind, EventLog, EventSink, Subscriber
+from pensieve.project.events import Event, EventBus, EventKind, EventLog, EventSink, Subscriber, data_of
 from pensieve.project.staleness import demote_missing, input_hashes
 from pensieve.project.status import Status, Usage, load_status, save_status
 from pensieve.project.workspace import Project, atomic_copy, atomic_write_text, remove_stale_temporaries
@@ -438,7 +438,8 @@ class Runner:
         """The first source archived in this run starts the warm-up at once: loading the model
         takes about 10 s, and waiting for the next stage to start put it on the critical path
         whenever the research stage ended soon after its last fetch."""
-        archived = event.kind in (EventKind.FETCH, EventKind.MCP_CALL) and event.get("new_source")
+        data = data_of(event, EventKind.FETCH) or data_of(event, EventKind.MCP_CALL)
+        archived = data is not None and data.get("new_source", False)
         if self._warmed_on_archiving or not archived:
             return
         try:

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pensieve.article.sentences import cited_sentences
 from pensieve.errors import CorruptState, ProjectBusy, UsageError, has_lone_surrogate
 from pensieve.evidence.schema import ArtifactEvidence
-from pensieve.evidence.segment import cited_sentences
 from pensieve.evidence.store import EVIDENCE_FILE
 from pensieve.hashing import sha256_of_bytes
 from pensieve.project.listing import lock_holder, summarize_projects, validate_brief

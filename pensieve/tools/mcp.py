@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 
-from pensieve.citations.text import MCP_SCHEME
+from pensieve.article.citations import MCP_SCHEME
 from pensieve.project.events import EventKind
 from pensieve.project.source_archive import SourceArchive
 from pensieve.redact import scrub

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from pensieve.article.citations import CANONICAL_GROUP, normalize_citations
+from pensieve.article.words import shorten
 from pensieve.citations.references import source_title, source_url
-from pensieve.citations.text import normalize_citations, shorten
 from pensieve.errors import PensieveError, UsageError
 from pensieve.project.source_archive import normalize_url
 from pensieve.project.workspace import Project, atomic_write_text, read_file_nofollow
@@ -100,8 +101,6 @@ def _first_paragraph(lines: list[str]) -> str:
     return " ".join(paragraph)
 
 
-# A citation after normalize_citations ([S3], [S3, S7]); not a link's text ([S3](url)).
-_CITATION = re.compile(r"([ \t]*)\[(S\d+(?:, S\d+)*)\](?!\()")
 _MAX_LINK_TITLE = 120
 
 
@@ -128,11 +127,11 @@ def cite_by_title(text: str, sources: dict[str, CitedSource]) -> str:
         return f"{space}({'; '.join(links)})"
 
     text = normalize_citations(text)
-    return _CITATION.sub(replace, text)
+    return CANONICAL_GROUP.sub(replace, text)
 
 
 def _without_citations(text: str) -> str:
-    return _CITATION.sub("", normalize_citations(text))
+    return CANONICAL_GROUP.sub("", normalize_citations(text))
 
 
 def brief_title_and_summary(brief: str, fallback_title: str) -> tuple[str, str]:
@@ -189,7 +188,7 @@ def source_urls(text: str, sources: dict[str, CitedSource]) -> list[str]:
     for url in urls_in_text(text):
         if _key(url) in archived:
             seen.setdefault(url, None)
-    for match in _CITATION.finditer(text):
+    for match in CANONICAL_GROUP.finditer(text):
         for sid in match.group(2).split(", "):
             if sid in sources and source_url(sources[sid]).startswith(("http://", "https://")):
                 seen.setdefault(source_url(sources[sid]), None)
