@@ -372,7 +372,7 @@ class EvidenceSettings(_Section):
     repair: bool = True
     max_listed: int = Field(default=15, ge=1)  # sentences listed to a stage at most
     # Ask the fact checker's model about weak and unsupported pairs (yes / partly / no).
-    # Off: measured, a capable judge clears 13-20% of the false alarms at ~25 calls an
+    # Off: measured, a capable judge clears 10-20% of the false alarms at ~25 calls an
     # article, a 0.5B model none (docs/evidence.md). 40 covers every article measured (11-33).
     judge: bool = False
     max_judge_calls: int = Field(default=40, ge=0)
