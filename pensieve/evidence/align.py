@@ -276,16 +276,13 @@ def assess(
         # MiniLM scores a faithful paraphrase of a technical passage 0.40-0.55; a passage that
         # uses most of the sentence's own words says it.
         score = thresholds.supported
-    together = _together(claim, view, by_sim, sims, facts, thresholds) if score < thresholds.supported else []
-    if together:
+    together = _together(claim, view, by_sim, sims, facts, thresholds) if score < thresholds.supported else None
+    if together is not None:
         # Every word and value of the sentence within a few passages of the page that are about
         # it: a sentence gathering facts the page states a paragraph apart (MiniLM scores no
         # single window of it above 0.55).
-        score, support = thresholds.supported, [i for i in together if i != index]
-        context_text = " ".join(
-            windows[j].text for j in sorted({j for i in together for j in _around(i, len(windows))})
-        )
-        covered = lexical.coverage(claim, context_text)
+        best, context_text, covered = together
+        score, support = thresholds.supported, [i for i in best if i != index]
     found = _Findings(
         "supported" if score >= thresholds.supported else "weak" if score >= thresholds.weak else "unsupported"
     )
@@ -415,17 +412,20 @@ def _together(
     sims: dict[int, float],
     facts: list[lexical.Fact],
     thresholds: Thresholds,
-) -> list[int]:
+) -> tuple[list[int], str, float] | None:
     """The source's most similar windows, when together (with the sentences next to them)
-    they hold nearly all of the sentence's words and every one of its values; [] otherwise."""
+    they hold nearly all of the sentence's words and every one of its values: those windows,
+    their text with their neighbours' and the share of the sentence's words in it."""
     best = by_sim[:_SUPPORT_WINDOWS]
     if not best or sims[best[0]] < thresholds.weak:
-        return []  # nothing in the page is about the sentence
+        return None  # nothing in the page is about the sentence
     near = sorted({j for i in best for j in _around(i, len(view.windows))})
-    if lexical.coverage(claim, " ".join(view.windows[j].text for j in near)) < _UNION_COVERAGE:
-        return []
+    text = " ".join(view.windows[j].text for j in near)
+    covered = lexical.coverage(claim, text)
+    if covered < _UNION_COVERAGE:
+        return None
     hay = _haystack_of(view.windows, near)
-    return best if all(hay.has(f) for f in facts) else []
+    return (best, text, covered) if all(hay.has(f) for f in facts) else None
 
 
 def _stronger(claim: str, quoted: list[str], passage: str, rests_on: str) -> list[str]:
@@ -469,7 +469,7 @@ def _opposite(claim: str, index: int, windows: list[Span], sims: dict[int, float
         said, clause = lexical.matching_clauses(claim, text)
         if _polarity_differs(claim, text) and _polarity_differs(said, clause):
             return "the passage says the opposite (negation)"
-        turned = lexical.reversed_terms(claim, text)
+        turned = lexical.reversed_in(said, clause)
         if turned:
             return f"the passage says the opposite ({turned})"
         way = lexical.direction(text)

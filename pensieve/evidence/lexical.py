@@ -653,7 +653,11 @@ _RATHER = re.compile(r"(\w+)\W+(?:rather than|instead of)\W+(?:\w+\W+){0,2}?(\w+
 def reversed_terms(sentence: str, passage: str) -> str:
     """Where the passage says the opposite in other words: the sentence's word and the
     passage's opposite of it ('' when none)."""
-    said, clause = matching_clauses(sentence, passage)
+    return reversed_in(*matching_clauses(sentence, passage))
+
+
+def reversed_in(said: str, clause: str) -> str:
+    """reversed_terms on clauses already matched (`matching_clauses`)."""
     mine, theirs = word_keys(said), word_keys(clause)
     for a, b in _OPPOSITES:
         for x, y in ((a, b), (b, a)):
