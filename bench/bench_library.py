@@ -25,6 +25,10 @@
    library, indexed and searched once with each model: recall@10 of the RFC whose summary's
    first sentence is the query, by the hybrid search and by the vectors alone, and the share
    of the top 10 both return. docs/library.md says why int8 is not the library's model.
+6. What the model reads (round 4): the RFCs' passages (--rfc-step) embedded as written
+   (round 3: with the title in front) and as `embedding_text` gives them (the library's way
+   since: no stop words, no title), CPU time of each and their model tokens; then recall@10
+   of each over the same queries as part 5, hybrid (the real `search`) and by the vectors alone.
 
 The generated text is English words (this project's docs) by default; `--text made-up`
 uses made-up words, which the tokenizer cuts into about twice as many pieces.
@@ -57,6 +61,7 @@ from pensieve.library.extract import Limits, _pdf
 from pensieve.library.index import (
     PASSAGE_WORDS,
     LibraryIndex,
+    embedding_text,
     index_path,
     passages_of,
     query_vector,
@@ -468,6 +473,65 @@ def bench_rfc_quality(root: Path, corpus: Path, step: int, k: int = 10) -> None:
     print(f"   top-{k} hits shared by int8 and float32 (hybrid search): {overlap:.1%}", flush=True)
 
 
+def bench_embedding_text(root: Path, corpus: Path, step: int, k: int = 10) -> None:
+    files = sorted(corpus.glob("*.md"))[::step]
+    library = Library(Workspace(root, "rfc-text"))
+    queries: dict[str, str] = {}
+    for path in files:
+        doc, _ = library.add_bytes(path.name, path.read_bytes(), Limits())
+        query = rfc_query(path.read_text(encoding="utf-8", errors="replace"))
+        if query:
+            queries[doc.id] = query
+    docs = [library.get(d.id) for d in library.documents()]
+    passages, written, titled = [], [], []
+    for doc in docs:
+        text = library.text(doc)
+        for p in passages_of(doc, text):
+            passages.append(p)
+            written.append(text[p.start : p.end])
+            titled.append(f"{doc.title}: {written[-1]}")
+    variants: dict[str, tuple[list[str], Callable[[str], str]]] = {
+        "title + text (round 3)": (titled, lambda q: q),
+        "as written": (written, lambda q: q),
+        "embedding_text": ([embedding_text(t) for t in written], embedding_text),
+    }
+    embedder = get_embedder()
+    print(f"6. what the model reads: {len(passages):,} passages of {len(files)} Rust RFCs, {len(queries)} queries")
+    for name, (texts, query_text) in variants.items():
+        tokens = sum(token_counts(texts))
+        with Phase() as embedded:
+            vectors = embedder.encode(texts)
+        atomic_write_bytes(index_path(library), LibraryIndex([d.id for d in docs], passages, vectors).to_bytes())
+        hybrid = alone = 0
+        for doc_id, query in queries.items():
+            vector = embedder.encode([query_text(query)])[0]
+            # The real search, reading this variant's vectors for the query too.
+            hits = search(library, query, k, partial(_Fixed, vector), update=False)
+            hybrid += doc_id in {h.doc.id for h in hits}
+            ranked: list[str] = []
+            for row in np.argsort(-(vectors @ vector)):
+                if passages[int(row)].doc not in ranked:
+                    ranked.append(passages[int(row)].doc)
+                if len(ranked) == k:
+                    break
+            alone += doc_id in ranked
+        print(
+            f"   {name:24s} {tokens:,} tokens, embedding {embedded}; recall@{k}: hybrid "
+            f"{hybrid / len(queries):.1%}, vectors alone {alone / len(queries):.1%}",
+            flush=True,
+        )
+
+
+class _Fixed:
+    """An embedder that answers every query with one vector (the variant's own query vector)."""
+
+    def __init__(self, vector: npt.NDArray[np.float32]) -> None:
+        self.vector = vector
+
+    def encode(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        return np.tile(self.vector, (len(texts), 1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pages", type=int, default=1000)
@@ -478,7 +542,7 @@ def main() -> None:
     parser.add_argument("--skip", default="", help="parts to skip, e.g. 1,2")
     parser.add_argument("--int8-passages", type=int, default=400, help="part 5: passages timed per model")
     parser.add_argument("--rfcs", type=Path, default=Path("/work/shared/corpus/rust-rfcs"), help="part 5's corpus")
-    parser.add_argument("--rfc-step", type=int, default=1, help="part 5: every Nth RFC (2 halves the time)")
+    parser.add_argument("--rfc-step", type=int, default=1, help="parts 5 and 6: every Nth RFC (2 halves the time)")
     parser.add_argument(
         "--text", choices=("english", "made-up"), default="english", help="the words of generated pages and queries"
     )
@@ -501,6 +565,8 @@ def main() -> None:
                 bench_rfc_quality(Path(tmp), args.rfcs, args.rfc_step)
             else:
                 print(f"   {args.rfcs} is not a folder: give the Rust RFCs' markdown files with --rfcs")
+        if "6" not in skip and args.rfcs.is_dir():
+            bench_embedding_text(Path(tmp), args.rfcs, args.rfc_step)
 
 
 if __name__ == "__main__":
