@@ -31,7 +31,9 @@ FACT_CHECK = Artifact.FACT_CHECK
 # check embeds (1,501; they select 2,192), so a warm-up embeds those while the outliner and
 # the drafter wait for their model (docs/evidence.md, "Speed").
 ANTICIPATED = (Artifact.RESEARCH_NOTES, Artifact.OUTLINE)
-ANTICIPATION_CHUNK = 48  # windows embedded between two looks at `stop` (about a CPU second)
+# Windows embedded between two looks at `stop`: about a CPU second, and enough for the
+# embedder's bulk path (one thread per core).
+ANTICIPATION_CHUNK = 64
 
 
 def thresholds(settings: Settings) -> Thresholds:
@@ -88,14 +90,20 @@ def align_file(
 
 
 def warm_up(
-    project: Project, embedder: Callable[[], Embedder] = get_embedder, stop: threading.Event | None = None
+    project: Project,
+    embedder: Callable[[], Embedder] = get_embedder,
+    stop: threading.Event | None = None,
+    *,
+    anticipate: bool = True,
 ) -> None:
     """What the next alignment will need, done ahead while a stage waits for its model: once
     the project has archived sources (without any, a check embeds nothing and the model is
     never loaded), the embedding model loaded and every source cut into windows, with the
-    vectors cached on disk read and each window's numbers and words found; then the windows
-    the research notes' and the outline's cited sentences would need (ANTICIPATED), a chunk
-    at a time until `stop` is set (a check begins: it embeds what is left of its own).
+    vectors cached on disk read and each window's numbers and words found; then, if asked to
+    `anticipate` (before the first draft is checked: after that its own sentences say what
+    the next check needs), the windows the research notes' and the outline's cited sentences
+    would need (ANTICIPATED), a chunk at a time until `stop` is set (a check begins: it
+    embeds what is left of its own).
     Never fails: the check itself says what is wrong when it runs."""
     try:
         texts = load_source_texts(project.dir)[0]
@@ -106,14 +114,17 @@ def warm_up(
         cache = shared_cache(project.dir / VECTORS_DIR, embedder)
         prepared = cache.prepare(sources)
         views = {sid: view_of(source, *prepared[sid]) for sid, source in texts.items()}
-        pending = anticipated_windows(project, views)
-        for start in range(0, len(pending), ANTICIPATION_CHUNK):
-            if stop is not None and stop.is_set():
-                return
-            chunk: dict[str, list[int]] = {}
-            for sid, index in pending[start : start + ANTICIPATION_CHUNK]:
-                chunk.setdefault(sid, []).append(index)
-            cache.fill(chunk, sources)
+        pending = anticipated_windows(project, views) if anticipate else []
+        try:
+            for start in range(0, len(pending), ANTICIPATION_CHUNK):
+                if stop is not None and stop.is_set():
+                    return
+                chunk: dict[str, list[int]] = {}
+                for sid, index in pending[start : start + ANTICIPATION_CHUNK]:
+                    chunk.setdefault(sid, []).append(index)
+                cache.fill(chunk, sources, save=False)
+        finally:  # once a source, not once a chunk
+            cache.save(sources[sid] for sid in dict.fromkeys(sid for sid, _ in pending))
     except Exception:  # a warm-up only saves time; the check itself reports failures
         return
 
