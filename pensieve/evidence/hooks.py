@@ -22,15 +22,15 @@ from pensieve.evidence.store import ALIGNED, VERSION, artifact_entry, readable_e
 from pensieve.evidence.vectors import VECTORS_DIR, VectorCache, shared_cache
 from pensieve.front_matter import split_front_matter
 from pensieve.project.workspace import SCRATCH_DIR, Project, atomic_write_text
-from pensieve.stages import FINAL_ARTICLE, Artifact
+from pensieve.stages import FINAL_ARTICLE, STAGES, Artifact
 from pensieve.topics.embedder import Embedder, get_embedder
 
 FACT_CHECK = Artifact.FACT_CHECK
-# What a first draft restates: on the five by-hand projects (tests/data/evidence_real_*), the
-# cited sentences of the research notes and the outline select 80% of the windows draft_v1's
-# check embeds (1,501; they select 2,192), so a warm-up embeds those while the outliner and
-# the drafter wait for their model (docs/evidence.md, "Speed").
-ANTICIPATED = (Artifact.RESEARCH_NOTES, Artifact.OUTLINE)
+# What a first draft restates: what the first checked stage is written from. On the five
+# by-hand projects (tests/data/evidence_real_*), the cited sentences of its research notes and
+# outline select 80% of the windows draft_v1's check embeds (1,501; they select 2,192), so a
+# warm-up embeds those while the outliner and the drafter wait (docs/evidence.md, "Speed").
+ANTICIPATED = next(stage for stage in STAGES if stage.evidence).reads
 # Windows embedded between two looks at `stop`: about a CPU second, and enough for the
 # embedder's bulk path (one thread per core).
 ANTICIPATION_CHUNK = 64
