@@ -75,6 +75,30 @@ def test_each_and_at_all_claim_no_universality_but_every_does() -> None:
     assert lexical.stronger_cues("It allocates on every call.", "it allocates on calls") == ['"every"']
 
 
+def test_an_absolute_the_page_uses_about_something_else_is_the_writers() -> None:
+    """nll-p015: "removes every restriction" where the page's "all" is about the uses."""
+    passage = "It picks the smallest lifetime that still encompasses all the uses of the reference."
+    assert lexical.stronger_cues("Its inference removes every restriction on the borrowed value.", passage) == [
+        '"every"'
+    ]
+    assert lexical.stronger_cues("It picks a lifetime that covers every use of the reference.", passage) == []
+    # a floating quantifier is about what comes before it
+    assert (
+        lexical.stronger_cues(
+            "Features, tooling and documentation all come together.", "Documentation and tooling are all aligned."
+        )
+        == []
+    )
+
+
+def test_an_approximated_absolute_is_none() -> None:
+    """try-p015 / try-g010: "virtually all instances" is no "every instance", either way."""
+    passage = "It can in virtually all instances be rewritten automatically."
+    assert lexical.stronger_cues("It can in every instance be rewritten automatically.", passage) == ['"every"']
+    assert lexical.stronger_cues("It can in virtually all instances be rewritten automatically.", passage) == []
+    assert lexical.stronger_cues("Not all instances can be rewritten.", "Some instances can be rewritten.") == []
+
+
 # -- the real sentences against their real pages ---------------------------------------------
 def _judge(ids: list[str]) -> dict[str, Citation]:
     """The rows' sentences against their corpus pages, each with the sentence's other cited
@@ -112,3 +136,11 @@ def test_real_patterns_are_judged_as_a_careful_reader_does() -> None:
     # facts the page gives in three neighbouring passages, no single one above 0.55
     assert found["async-g063"].verdict == "supported", found["async-g063"].reasons
     assert found["async-g063"].passages, "the passages it rests on together are shown"
+
+
+def test_real_absolutes_are_compared_with_what_the_page_says_them_about() -> None:
+    found = _judge(["nll-p015", "impltrait-p017", "try-p015", "try-g010"])
+    for planted in ("nll-p015", "impltrait-p017", "try-p015"):  # "every restriction", "always a breaking change"
+        assert any("more strongly" in r for r in found[planted].reasons), (planted, found[planted].reasons)
+    # the page's own "virtually all instances", kept by the writer
+    assert found["try-g010"].verdict == "supported", found["try-g010"].reasons

@@ -770,6 +770,45 @@ def direction(text: str) -> set[str]:
     return found
 
 
+# "virtually all", "not always": the page's word is there, its absolute is not.
+_APPROXIMATED = re.compile(r"\b(?:almost|nearly|virtually|practically|mostly|largely|not)\s+(?:\w+\s+)?$", re.I)
+_SCOPE_WORDS = 2  # content words on each side of an absolute that say what it is about
+
+
+def _absolute(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """The text's first use of an absolute that is one ("virtually all" is not)."""
+    return next((m for m in pattern.finditer(text) if not _APPROXIMATED.search(text[: m.start()])), None)
+
+
+def _scope(sentence: str, start: int, end: int) -> set[str]:
+    """What an absolute is about: the content words next to it ("every restriction",
+    "always a breaking change", "tooling and documentation all come together")."""
+
+    def content(text: str) -> list[str]:
+        return [w.lower() for w in _WORD.findall(text) if len(w) > 3 and w.lower() not in _STOP]
+
+    words = content(sentence[:start])[-_SCOPE_WORDS:] + content(sentence[end:])[:_SCOPE_WORDS]
+    return {w[: max(4, len(w) - 3)] for w in words}
+
+
+def _page_says(name: str, pattern: re.Pattern[str], scope: set[str], passage: str) -> bool:
+    """Whether the passage states the absolute about the same thing: in one of its sentences,
+    beside a word of what the sentence's absolute is about, and not approximated ("virtually
+    all instances" is no "every instance"). An absolute the page uses for something else
+    ("encompasses all the uses") is no support for the writer's ("removes every restriction")."""
+    otherwise = _SAID_OTHERWISE.get(name)
+    if not scope:
+        return bool(pattern.search(passage) or (otherwise and otherwise.search(passage)))
+    for piece in _PASSAGE_CLAUSE.split(passage):
+        if not any(p.startswith(s) for p in word_keys(piece) for s in scope):
+            continue
+        if otherwise and otherwise.search(piece):
+            return True
+        if _absolute(pattern, piece):
+            return True
+    return False
+
+
 def stronger_cues(sentence: str, passage: str, hedged: str | None = None) -> list[str]:
     """Absolutes the sentence uses and the passage does not, and hedges the passage (or
     `hedged`: the one passage it rests on) uses that the sentence drops."""
@@ -778,9 +817,8 @@ def stronger_cues(sentence: str, passage: str, hedged: str | None = None) -> lis
     cues = [
         f'"{match.group(0).lower()}"'
         for name, pattern in _STRONG
-        if (match := pattern.search(sentence))
-        and not pattern.search(passage)
-        and not (name in _SAID_OTHERWISE and _SAID_OTHERWISE[name].search(passage))
+        if (match := _absolute(pattern, sentence))
+        and not _page_says(name, pattern, _scope(sentence, match.start(), match.end()), passage)
     ]
     hedged = passage if hedged is None else hedged
     if not HEDGE.search(sentence):
