@@ -144,3 +144,10 @@ def test_real_absolutes_are_compared_with_what_the_page_says_them_about() -> Non
         assert any("more strongly" in r for r in found[planted].reasons), (planted, found[planted].reasons)
     # the page's own "virtually all instances", kept by the writer
     assert found["try-g010"].verdict == "supported", found["try-g010"].reasons
+
+
+def test_a_number_in_the_heading_of_the_passages_section_is_near_it() -> None:
+    """nll-g012: "Problem case #3 ..." resting on a passage under "#### Problem case #3: ..."."""
+    found = _judge(["nll-g012", "nll2-g012"])
+    for genuine in ("nll-g012", "nll2-g012"):
+        assert not any("not near" in r for r in found[genuine].reasons), (genuine, found[genuine].reasons)

@@ -289,7 +289,7 @@ def assess(
     if found.verdict != "supported":
         found.sure.append(0.55 + (thresholds.weak - score) if found.verdict == "unsupported" else 0.4)
         found.reasons.append(f"closest passage of {source.id} scores {score:.2f}")
-    _fact_findings(found, missing, view, others or [])
+    _fact_findings(found, missing, view, others or [], window)
     # A quotation another cited source of the sentence holds is that source's to support.
     misquoted = [q for q in misquoted if not any(lexical.flat(q) in lexical.flat(o.text) for o in others or [])]
     for quote in misquoted:
@@ -368,11 +368,15 @@ def _choose(
 
 
 def _fact_findings(
-    found: _Findings, missing: list[lexical.Fact], view: SourceView, others: list[lexical.Haystack]
+    found: _Findings, missing: list[lexical.Fact], view: SourceView, others: list[lexical.Haystack], window: Span
 ) -> None:
     sid = view.source.id
+    heading: lexical.Haystack | None = None
     for fact in missing:
         if fact.kind in ("number", "date"):
+            heading = heading or lexical.Haystack.of(_heading(view.source.text, window.start))
+            if heading.has(fact):
+                continue  # "Problem case #3: ..." heads the section the passage is in
             if view.whole.has(fact):
                 found.add("weak", f"{fact.surface} is in {sid}, but not near the passage", 0.4)
             else:
@@ -380,6 +384,12 @@ def _fact_findings(
         elif not (view.whole.has(fact) or view.known.has(fact) or any(o.has(fact) for o in others)):
             # (a name the page gives elsewhere is fine: pages name their subject once)
             found.add("unsupported", f"{fact.surface} not found in {sid}", 0.7)
+
+
+def _heading(text: str, start: int) -> str:
+    """The heading of the section a passage is in (a Markdown `#` line before it)."""
+    found = [m for m in re.finditer(r"^#{1,6}[ \t]+.*$", text[:start], re.M)]
+    return found[-1].group(0) if found else ""
 
 
 def _about_the_document(numeric: list[lexical.Fact], known: list[lexical.Fact], claim: str, view: SourceView) -> bool:
