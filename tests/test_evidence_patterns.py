@@ -151,3 +151,11 @@ def test_a_number_in_the_heading_of_the_passages_section_is_near_it() -> None:
     found = _judge(["nll-g012", "nll2-g012"])
     for genuine in ("nll-g012", "nll2-g012"):
         assert not any("not near" in r for r in found[genuine].reasons), (genuine, found[genuine].reasons)
+
+
+def test_a_number_the_pages_opening_prose_cites_is_not_its_own() -> None:
+    """impltrait-p005: "RFC 1522 expanded ..." citing RFC 1951, whose opening names "the
+    previous RFC" 1522: only the page's title and metadata lines are its own identifiers."""
+    found = _judge(["impltrait-p005", "try-p005"])
+    assert any("1522 is in" in r for r in found["impltrait-p005"].reasons), found["impltrait-p005"].reasons
+    assert any("204 is in" in r for r in found["try-p005"].reasons), found["try-p005"].reasons

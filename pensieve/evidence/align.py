@@ -48,6 +48,7 @@ _SAID_IN_WORDS = 0.6  # share of the sentence's words in the passage that makes 
 # (Genuine sentences that gather facts: 0.8-1.0; planted errors mostly 0.2-0.6.)
 _UNION_COVERAGE = 0.75
 _HEADER_CHARS = 1_500  # a page's header (number, status, dates, version) comes first
+_TITLE_CHARS = 300  # its title line(s)
 _RANK = {v: i for i, v in enumerate(VERDICTS)}  # supported best
 
 
@@ -114,6 +115,8 @@ class SourceView:
     idf: dict[str, float]
     stems: list[set[str]]
     identifiers: set[str] = field(default_factory=set)  # number keys of its metadata lines
+    # Its title and metadata lines only: its own number and dates, not those its prose cites.
+    own: lexical.Haystack = field(default_factory=lambda: lexical.Haystack.of(""))
 
 
 def header_text(text: str) -> str:
@@ -164,7 +167,8 @@ def _view_of(source: SourceText, windows: list[Span], vectors: npt.NDArray[np.fl
     whole = source_haystack(source, windows)
     known = lexical.Haystack.of(source.meta + "\n" + header_text(source.text))
     identifiers = lexical.number_keys(source.meta + "\n" + header_lines(source.text))
-    return SourceView(source, windows, vectors, whole, known, lexical.flat(source.text), idf, stems, identifiers)
+    own = lexical.Haystack.of(source.meta + "\n" + header_lines(source.text) + "\n" + source.text[:_TITLE_CHARS])
+    return SourceView(source, windows, vectors, whole, known, lexical.flat(source.text), idf, stems, identifiers, own)
 
 
 def candidates(claim: str, view: SourceView) -> list[int]:
@@ -289,7 +293,18 @@ def assess(
     if found.verdict != "supported":
         found.sure.append(0.55 + (thresholds.weak - score) if found.verdict == "unsupported" else 0.4)
         found.reasons.append(f"closest passage of {source.id} scores {score:.2f}")
-    _fact_findings(found, missing, view, others or [], window)
+    # A number the page's opening prose gives ("the previous RFC, 1522") is no identifier of
+    # the page, unlike its title and metadata lines: it must be near the passage like any other.
+    rests_on = _haystack_of(windows, _around(index, len(windows)) + support)
+    borrowed = [
+        f
+        for f in elsewhere
+        if f.surface[:1].isdigit()
+        and not view.own.has(f)
+        and not any(o.has(f) for o in others or [])
+        and not rests_on.has(f)
+    ]
+    _fact_findings(found, missing + borrowed, view, others or [], window)
     # A quotation another cited source of the sentence holds is that source's to support.
     misquoted = [q for q in misquoted if not any(lexical.flat(q) in lexical.flat(o.text) for o in others or [])]
     for quote in misquoted:
