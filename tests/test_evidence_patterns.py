@@ -159,3 +159,15 @@ def test_a_number_the_pages_opening_prose_cites_is_not_its_own() -> None:
     found = _judge(["impltrait-p005", "try-p005"])
     assert any("1522 is in" in r for r in found["impltrait-p005"].reasons), found["impltrait-p005"].reasons
     assert any("204 is in" in r for r in found["try-p005"].reasons), found["try-p005"].reasons
+
+
+def test_a_preference_the_page_states_the_other_way_round_in_other_words() -> None:
+    """try-p011: "used `()` rather than a dedicated `Missing` type" against "the `Missing`
+    type ... rather than a generic type like `()`"."""
+    passage = "Note the use of the `Missing` type, which is specific to `Option`, rather than a generic type like `()`."
+    turned = "The `Option` implementation used the generic type `()` rather than a dedicated `Missing` type."
+    kept = "The `Option` implementation used a dedicated `Missing` type rather than a generic type like `()`."
+    assert lexical.sides_swapped(turned, passage) == "rather than, the other way round"
+    assert lexical.sides_swapped(kept, passage) == ""
+    found = _judge(["try-p011"])
+    assert found["try-p011"].verdict == "unsupported", found["try-p011"].reasons

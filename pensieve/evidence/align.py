@@ -484,6 +484,11 @@ def _opposite(claim: str, index: int, windows: list[Span], sims: dict[int, float
     claim_way = lexical.direction(claim)
 
     def differs(text: str) -> str:
+        # "X rather than Y" against the page's "Y rather than X" in other words: about the
+        # same two things by construction, whatever share of the sentence's words it uses.
+        swapped = lexical.sides_swapped(*lexical.matching_clauses(claim, text))
+        if swapped:
+            return f"the passage says the opposite ({swapped})"
         if lexical.coverage(subject, text) < _SAME_SUBJECT:
             return ""
         # Polarity as a reader sees it, as wholes and clause against clause: the part of the

@@ -671,6 +671,38 @@ def reversed_in(said: str, clause: str) -> str:
     return ""
 
 
+_CONTRAST = re.compile(r"\b(?:rather than|instead of)\b", re.I)
+_SIDE_WORDS = 4  # content words each side of "rather than" that name what is preferred to what
+
+
+def _sides(text: str, at: re.Match[str]) -> tuple[set[str], set[str]]:
+    def stems(part: str) -> list[str]:
+        return [
+            w[: max(4, len(w) - 3)] for w in (x.lower() for x in _WORD.findall(part)) if len(w) > 3 and w not in _STOP
+        ]
+
+    before = stems(text[: at.start()])[-_SIDE_WORDS:]
+    after = stems(text[at.end() :])[:_SIDE_WORDS]
+    return set(before), set(after)
+
+
+def sides_swapped(said: str, clause: str) -> str:
+    """ "X rather than Y" where the passage says "Y' rather than X'" in other words: the
+    sentence's preferred side's words after the passage's "rather than", its rejected side's
+    before it ("used `()` rather than a dedicated `Missing` type" against "the `Missing` type
+    ... rather than a generic type like `()`")."""
+    mine = _CONTRAST.search(said)
+    theirs = _CONTRAST.search(clause)
+    if not mine or not theirs:
+        return ""
+    chosen, rejected = _sides(said, mine)
+    chosen, rejected = chosen - rejected, rejected - chosen
+    first, second = _sides(clause, theirs)
+    if len(chosen & second) > len(chosen & first) and len(rejected & first) > len(rejected & second):
+        return f"{theirs.group(0).lower()}, the other way round"
+    return ""
+
+
 # A value with its label: "Rust 2021", "version 1.13", "E0597", "u64", "RFC 204".
 _LABELLED = re.compile(r"(?<![\w.])([A-Za-z]{1,12})(?:[ \t]#?|#|(?<=[A-Za-z])(?=\d))(\d+(?:\.\d+)*)(?![\w.]*\d)")
 
