@@ -171,3 +171,11 @@ def test_a_preference_the_page_states_the_other_way_round_in_other_words() -> No
     assert lexical.sides_swapped(kept, passage) == ""
     found = _judge(["try-p011"])
     assert found["try-p011"].verdict == "unsupported", found["try-p011"].reasons
+
+
+def test_a_close_passage_saying_it_with_its_neighbours_supports_it() -> None:
+    """nll-g022 (0.48): "Constraints come from three places: liveness, subtyping ... and
+    reborrows" where the passage and the sentences beside it use most of its words."""
+    found = _judge(["nll-g022", "nll-g025"])
+    for genuine in ("nll-g022", "nll-g025"):
+        assert found[genuine].verdict == "supported", (genuine, found[genuine].reasons)
