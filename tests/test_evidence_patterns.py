@@ -179,3 +179,14 @@ def test_a_close_passage_saying_it_with_its_neighbours_supports_it() -> None:
     found = _judge(["nll-g022", "nll-g025"])
     for genuine in ("nll-g022", "nll-g025"):
         assert found[genuine].verdict == "supported", (genuine, found[genuine].reasons)
+
+
+def test_not_only_against_only_is_a_reversal() -> None:
+    """nll-p012: "used for every mutable borrow, not only when desugaring method calls" against
+    "only used when desugaring method calls" (a bare "only" says no in other words)."""
+    passage = "Two-phase borrows in this RFC are only used when desugaring method calls."
+    assert lexical.reversed_in("They are used not only when desugaring method calls.", passage) != ""
+    assert lexical.reversed_in("They are used only when desugaring method calls.", passage) == ""
+    assert lexical.reversed_in("They are used not only for method calls.", "They are not only used for calls.") == ""
+    found = _judge(["nll-p012"])
+    assert found["nll-p012"].verdict == "unsupported", found["nll-p012"].reasons

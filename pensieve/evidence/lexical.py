@@ -647,6 +647,8 @@ _OPPOSITES = (
     ("success", "failure"),
     ("succeeded", "failed"),
 )
+_NOT_ONLY = re.compile(r"\bnot\s+(?:\w+\s+)?only\b", re.I)
+_ONLY = re.compile(r"\bonly\b", re.I)
 _RATHER = re.compile(r"(\w+)\W+(?:rather than|instead of)\W+(?:\w+\W+){0,2}?(\w+)", re.I)
 
 
@@ -663,6 +665,15 @@ def reversed_in(said: str, clause: str) -> str:
         for x, y in ((a, b), (b, a)):
             if x in mine and y not in mine and y in theirs and x not in theirs:
                 return f"{y}, not {x}"
+    # "not only when desugaring method calls" against "only used when desugaring method calls"
+    # (a bare "only" says no in other words, so the negation check lets it pass).
+    for x, y in ((said, clause), (clause, said)):
+        if _NOT_ONLY.search(x) and not _NOT_ONLY.search(y) and _ONLY.search(y):
+            return (
+                '"only" where the sentence says "not only"'
+                if x is said
+                else '"not only" where the sentence says "only"'
+            )
     # "minimal rather than maximal" against "maximal rather than minimal"
     ours = {(m.group(1).lower(), m.group(2).lower()) for m in _RATHER.finditer(said)}
     for m in _RATHER.finditer(clause):
