@@ -486,11 +486,12 @@ def _opposite(claim: str, index: int, windows: list[Span], sims: dict[int, float
         return ""  # a passage about something else says nothing against the sentence
     subject = lexical.without_cues(claim)
     claim_way = lexical.direction(claim)
+    contrasts = lexical.CONTRAST.search(claim) is not None
 
     def differs(text: str) -> str:
         # "X rather than Y" against the page's "Y rather than X" in other words: about the
         # same two things by construction, whatever share of the sentence's words it uses.
-        swapped = lexical.sides_swapped(*lexical.matching_clauses(claim, text))
+        swapped = lexical.sides_swapped(*lexical.matching_clauses(claim, text)) if contrasts else ""
         if swapped:
             return f"the passage says the opposite ({swapped})"
         if lexical.coverage(subject, text) < _SAME_SUBJECT:

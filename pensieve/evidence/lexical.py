@@ -682,7 +682,7 @@ def reversed_in(said: str, clause: str) -> str:
     return ""
 
 
-_CONTRAST = re.compile(r"\b(?:rather than|instead of)\b", re.I)
+CONTRAST = re.compile(r"\b(?:rather than|instead of)\b", re.I)
 _SIDE_WORDS = 4  # content words each side of "rather than" that name what is preferred to what
 
 
@@ -702,8 +702,8 @@ def sides_swapped(said: str, clause: str) -> str:
     sentence's preferred side's words after the passage's "rather than", its rejected side's
     before it ("used `()` rather than a dedicated `Missing` type" against "the `Missing` type
     ... rather than a generic type like `()`")."""
-    mine = _CONTRAST.search(said)
-    theirs = _CONTRAST.search(clause)
+    mine = CONTRAST.search(said)
+    theirs = CONTRAST.search(clause)
     if not mine or not theirs:
         return ""
     chosen, rejected = _sides(said, mine)
