@@ -328,7 +328,9 @@ def assess(
     stronger = _stronger(claim, quoted, context_text + " " + close, window.text)
     if stronger:
         found.add("weak", "stated more strongly than the passage: " + ", ".join(stronger), 0.4)
-    if covered < _MIN_COVERAGE:
+    # Its words near the chosen passage, or else near the page's few passages most similar to
+    # it (a passage chosen for a number or a quotation may hold few of the words around them).
+    if covered < _MIN_COVERAGE and _words_near_closest(claim, windows, by_sim) < _MIN_COVERAGE:
         found.add("weak", "most of its words are not in the passage", 0.45)
     verdict, reasons = found.verdict, found.reasons
     if verdict == "supported":
@@ -455,6 +457,13 @@ def _together(
         return None
     hay = _haystack_of(view.windows, near)
     return (best, text, covered) if all(hay.has(f) for f in facts) else None
+
+
+def _words_near_closest(claim: str, windows: list[Span], by_sim: list[int]) -> float:
+    """The share of the sentence's words within the page's most similar passages and the
+    sentences next to them."""
+    near = sorted({j for i in by_sim[:_SUPPORT_WINDOWS] for j in _around(i, len(windows))})
+    return lexical.coverage(claim, " ".join(windows[j].text for j in near))
 
 
 def _stronger(claim: str, quoted: list[str], passage: str, rests_on: str) -> list[str]:
