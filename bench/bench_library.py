@@ -25,11 +25,17 @@
    library, indexed and searched once with each model: recall@10 of the RFC whose summary's
    first sentence is the query, by the hybrid search and by the vectors alone, and the share
    of the top 10 both return. docs/library.md says why int8 is not the library's model.
+6. What the model reads (round 4): the RFCs' passages (--rfc-step) embedded as written
+   (round 3: with the title in front) and as `embedding_text` gives them (the library's way
+   since: no stop words, no title), CPU time of each and their model tokens; then recall@10
+   of each over the same queries as part 5, hybrid (the real `search`) and by the vectors alone.
 
-The generated text is English words (this project's docs) by default; `--text made-up`
-uses made-up words, which the tokenizer cuts into about twice as many pieces.
+The generated text is the sentences of this project's docs by default (`--text prose`);
+`--text english` draws its words Zipf-like (about half of them "the": what rounds 1-3
+measured), `--text made-up` uses made-up words, which the tokenizer cuts into about twice
+as many pieces.
 
-Run: python bench/bench_library.py [--pages 1000] [--words 250] [--passages 10000] [--text english|made-up]
+Run: python bench/bench_library.py [--pages 1000] [--words 250] [--passages 10000] [--text prose|english|made-up]
      [--skip 1,2] [--pdf FILE ...] [--int8-passages 400] [--rfcs DIR] [--rfc-step 1]
 """
 
@@ -57,6 +63,7 @@ from pensieve.library.extract import Limits, _pdf
 from pensieve.library.index import (
     PASSAGE_WORDS,
     LibraryIndex,
+    embedding_text,
     index_path,
     passages_of,
     query_vector,
@@ -89,7 +96,27 @@ def english_vocabulary(rng: random.Random) -> list[str]:
     return sorted(counts, key=lambda w: (-counts[w], w))
 
 
+# --text prose: the sentences of this project's docs, as written. The Zipf-drawn English words
+# of --text english are about half "the" (paretovariate(1.1) picks the first word 53% of the
+# time); real English prose has ~25% stop words, which the library's embedding drops.
+PROSE: list[str] = []
+
+
+def prose_sentences() -> list[str]:
+    """Running English: the sentences of README.md and docs/*.md outside tables, code and headings."""
+    root = Path(__file__).resolve().parents[1]
+    found: list[str] = []
+    for path in sorted([root / "README.md", *(root / "docs").glob("*.md")]):
+        text = re.sub(r"```.*?```", " ", path.read_text(encoding="utf-8"), flags=re.DOTALL)
+        lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith(("|", "#", "    "))]
+        flat = re.sub(r"[`*_\[\]]|\(http[^)]*\)", "", " ".join(lines))
+        found += [p for p in re.split(r"(?<=[.!?])\s+", flat) if 6 <= len(p.split()) <= 60]
+    return found
+
+
 def sentence(rng: random.Random, words: list[str]) -> str:
+    if PROSE:
+        return rng.choice(PROSE)
     # Zipf-like: a few words are everywhere, most are rare, as in real text.
     picked = [words[min(int(rng.paretovariate(1.1)) - 1, len(words) - 1)] for _ in range(rng.randint(8, 20))]
     return " ".join(picked).capitalize() + "."
@@ -468,6 +495,65 @@ def bench_rfc_quality(root: Path, corpus: Path, step: int, k: int = 10) -> None:
     print(f"   top-{k} hits shared by int8 and float32 (hybrid search): {overlap:.1%}", flush=True)
 
 
+def bench_embedding_text(root: Path, corpus: Path, step: int, k: int = 10) -> None:
+    files = sorted(corpus.glob("*.md"))[::step]
+    library = Library(Workspace(root, "rfc-text"))
+    queries: dict[str, str] = {}
+    for path in files:
+        doc, _ = library.add_bytes(path.name, path.read_bytes(), Limits())
+        query = rfc_query(path.read_text(encoding="utf-8", errors="replace"))
+        if query:
+            queries[doc.id] = query
+    docs = [library.get(d.id) for d in library.documents()]
+    passages, written, titled = [], [], []
+    for doc in docs:
+        text = library.text(doc)
+        for p in passages_of(doc, text):
+            passages.append(p)
+            written.append(text[p.start : p.end])
+            titled.append(f"{doc.title}: {written[-1]}")
+    variants: dict[str, tuple[list[str], Callable[[str], str]]] = {
+        "title + text (round 3)": (titled, lambda q: q),
+        "as written": (written, lambda q: q),
+        "embedding_text": ([embedding_text(t) for t in written], embedding_text),
+    }
+    embedder = get_embedder()
+    print(f"6. what the model reads: {len(passages):,} passages of {len(files)} Rust RFCs, {len(queries)} queries")
+    for name, (texts, query_text) in variants.items():
+        tokens = sum(token_counts(texts))
+        with Phase() as embedded:
+            vectors = embedder.encode(texts)
+        atomic_write_bytes(index_path(library), LibraryIndex([d.id for d in docs], passages, vectors).to_bytes())
+        hybrid = alone = 0
+        for doc_id, query in queries.items():
+            vector = embedder.encode([query_text(query)])[0]
+            # The real search, reading this variant's vectors for the query too.
+            hits = search(library, query, k, partial(_Fixed, vector), update=False)
+            hybrid += doc_id in {h.doc.id for h in hits}
+            ranked: list[str] = []
+            for row in np.argsort(-(vectors @ vector)):
+                if passages[int(row)].doc not in ranked:
+                    ranked.append(passages[int(row)].doc)
+                if len(ranked) == k:
+                    break
+            alone += doc_id in ranked
+        print(
+            f"   {name:24s} {tokens:,} tokens, embedding {embedded}; recall@{k}: hybrid "
+            f"{hybrid / len(queries):.1%}, vectors alone {alone / len(queries):.1%}",
+            flush=True,
+        )
+
+
+class _Fixed:
+    """An embedder that answers every query with one vector (the variant's own query vector)."""
+
+    def __init__(self, vector: npt.NDArray[np.float32]) -> None:
+        self.vector = vector
+
+    def encode(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        return np.tile(self.vector, (len(texts), 1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pages", type=int, default=1000)
@@ -478,14 +564,19 @@ def main() -> None:
     parser.add_argument("--skip", default="", help="parts to skip, e.g. 1,2")
     parser.add_argument("--int8-passages", type=int, default=400, help="part 5: passages timed per model")
     parser.add_argument("--rfcs", type=Path, default=Path("/work/shared/corpus/rust-rfcs"), help="part 5's corpus")
-    parser.add_argument("--rfc-step", type=int, default=1, help="part 5: every Nth RFC (2 halves the time)")
+    parser.add_argument("--rfc-step", type=int, default=1, help="parts 5 and 6: every Nth RFC (2 halves the time)")
     parser.add_argument(
-        "--text", choices=("english", "made-up"), default="english", help="the words of generated pages and queries"
+        "--text",
+        choices=("prose", "english", "made-up"),
+        default="prose",
+        help="the words of generated pages and queries (prose: the sentences of this project's docs)",
     )
     args = parser.parse_args()
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     rng = random.Random(11)
-    words = english_vocabulary(rng) if args.text == "english" else vocabulary(rng)
+    words = vocabulary(rng) if args.text == "made-up" else english_vocabulary(rng)
+    if args.text == "prose":
+        PROSE[:] = prose_sentences()
     print(f"generated text: {args.text} words; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory(prefix="pensieve-bench-library-") as tmp:
         if "1" not in skip:
@@ -501,6 +592,8 @@ def main() -> None:
                 bench_rfc_quality(Path(tmp), args.rfcs, args.rfc_step)
             else:
                 print(f"   {args.rfcs} is not a folder: give the Rust RFCs' markdown files with --rfcs")
+        if "6" not in skip and args.rfcs.is_dir():
+            bench_embedding_text(Path(tmp), args.rfcs, args.rfc_step)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,9 @@ and prints:
 
 With `--sources N` (the run a user gets), the Researcher fetches N real pages (the longest
 design documents of ../shared/corpus/rust-rfcs, else synthetic pages) from a local site, so
-they are archived as a web fetch archives them, and the drafts cite them sentence by sentence
-(about 1,500 words): the evidence check (on by default) aligns draft_v1.md, draft_v2.md and
+they are archived as a web fetch archives them, the research notes quote them (`research_notes`:
+modelled on the by-hand projects' notes, which the drafts restate), and the drafts cite them
+sentence by sentence (about 1,500 words): the evidence check (on by default) aligns draft_v1.md, draft_v2.md and
 final.md with the archived pages, the embedding model loaded and every page new to it.
 Stage contracts are off in that mode (the scripted articles are not shaped for them; they
 cost milliseconds). `--sources 0` (the default) is the run without sources.
@@ -117,34 +118,65 @@ def source_pages(count: int) -> list[tuple[str, str]]:
     return long_pages(count, 60_000)
 
 
-def cited_article(site: PageSite, words: int, seed: int) -> str:
-    """An article of sentences taken from the pages, each citing the page it came from."""
-    rng = random.Random(seed)
+def _prose(site: PageSite) -> list[list[str]]:
+    """Each page's plain sentences (no code, links or tables), the drafts' and notes' material."""
     prose: list[list[str]] = []
     for _title, body in site.pages:
         flat = " ".join(body.split())
         found = [p for p in re.split(r"(?<=[.!?])\s+", flat) if 60 < len(p) < 240 and not set("`[]|#*") & set(p)]
         prose.append(found or [flat[:200]])
+    return prose
+
+
+def cited_lines(site: PageSite, words: int, seed: int) -> list[tuple[int, str]]:
+    """(page, sentence) pairs taken from the pages, about `words` words in all."""
+    rng = random.Random(seed)
+    prose = _prose(site)
+    lines: list[tuple[int, str]] = []
+    count = 0
+    while count < words:
+        page = rng.randrange(len(prose))
+        lines.append((page, rng.choice(prose[page]).rstrip(".")))
+        count += len(lines[-1][1].split()) + 1
+    return lines
+
+
+def cited_article(site: PageSite, words: int, seed: int) -> str:
+    """An article of sentences taken from the pages, each citing the page it came from."""
     sections, count = 0, 0
     lines = ["# Design documents in practice", ""]
-    while count < words:
+    for page, sentence in cited_lines(site, words, seed):
         if count >= sections * 300:
             sections += 1
             lines += [f"## Part {sections}", ""]
-        page = rng.randrange(len(prose))
-        line = f"{rng.choice(prose[page]).rstrip('.')} [S{page + 1}]."
+        line = f"{sentence} [S{page + 1}]."
         count += len(line.split())
         lines += [line, ""]
     return "\n".join(lines)
+
+
+def research_notes(site: PageSite, draft: list[tuple[int, str]], seed: int) -> str:
+    """Notes as a researcher leaves them, findings quoted from the pages with [Sn], which the
+    draft then restates: modelled on the five by-hand projects (tests/data/evidence_real_*),
+    whose notes' and outline's cited sentences select 80% of the windows draft_v1's check
+    embeds and 1.46 times as many in all; here 80% of the draft's sentences and half as many
+    others from the same pages."""
+    rng = random.Random(seed + 1)
+    prose = _prose(site)
+    kept = rng.sample(draft, k=round(len(draft) * 0.8))
+    others = []
+    for _ in range(len(draft) // 2):
+        page = rng.randrange(len(prose))
+        others.append((page, rng.choice(prose[page]).rstrip(".")))
+    findings = sorted(kept + others)
+    return "# Research notes\n\n## Findings\n" + "".join(f"- {s} [S{p + 1}].\n" for p, s in findings)
 
 
 def script_sources(model: FakeModel, site: PageSite, number: int) -> None:
     """The Researcher fetches every page (one after the other, so S1.. follow the pages), the
     drafts cite them; the other stages answer with the fake's default artifacts."""
     fetches = [call("fetch_url", {"url": site.url(i)}) for i in range(len(site.pages))]
-    notes = "# Research notes\n\n## Findings\n" + "".join(
-        f"- {title} is one of the documents read [S{i + 1}].\n" for i, (title, _) in enumerate(site.pages)
-    )
+    notes = research_notes(site, cited_lines(site, 1_500, number), number)
     notes += "\n## Sources\n\n- listed by the archive\n"
     write = call("write_project_file", {"filename": "research_notes.md", "content": notes})
     model.script("researcher", *fetches, write)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from pensieve.config import Settings
 from pensieve.evidence.hooks import align_file, warm_up
 from pensieve.evidence.vectors import VECTORS_DIR, shared_cache
 from pensieve.project.events import read_events
+from pensieve.project.source_archive import SourceArchive
 from pensieve.project.workspace import Project, open_workspace
 from pensieve.topics.embedder import Embedder
 from tests.conftest import Home
@@ -119,3 +121,52 @@ def test_the_drafts_check_runs_beside_the_reviewers_and_the_reviser_waits_for_it
     assert order.index(("stage_start", "fact_checker")) < checked < order.index(("stage_start", "reviser"))
     task = web_home.model.for_stage("reviser")[0].messages[1]["content"]
     assert "14 not found in S1" in task  # the list of the check it waited for
+
+
+TOPICS = ["lighthouse", "glacier", "orchard", "volcano", "harbour", "desert", "monsoon", "canyon", "meadow", "tundra"]
+DEEDS = ["surveyed", "mapped", "photographed", "measured", "sampled", "charted"]
+
+
+def _field_note(n: int) -> str:
+    return f"In {1900 + n} the team {DEEDS[n % 6]} the {TOPICS[n % 10]} near station {n} for {n % 7 + 2} weeks"
+
+
+def _long_project(tmp_path: Path) -> Project:
+    """One archived source of 120 sentences, far more windows than a check embeds for a claim."""
+    project = Project(open_workspace(tmp_path, "default"), "long")
+    project.dir.mkdir(parents=True)
+    body = " ".join(f"{_field_note(n)}." for n in range(120))
+    url = "https://a.example/field-notes"
+    SourceArchive(project.dir).add(
+        url=url, final_url=url, title="Field notes", content_type="text/plain", body=body.encode(), text=body
+    )
+    return project
+
+
+@pytest.mark.slow
+def test_warm_up_embeds_ahead_the_windows_the_research_notes_cite(tmp_path: Path) -> None:
+    """The draft restates the notes: the windows their cited sentences need are embedded while
+    the stages wait for their model, so the draft's check embeds only its own sentences."""
+    project = _long_project(tmp_path)
+    notes = [f"{_field_note(17)} [S1].", f"{_field_note(42)} [S1]."]
+    (project.dir / "research_notes.md").write_text("# Research notes\n\n" + "\n".join(f"- {n}" for n in notes) + "\n")
+    loads = Loads()
+    warm_up(project, loads)
+    ahead = loads.model.texts
+    windows = len(next(iter(shared_cache(project.dir / VECTORS_DIR, loads)._memory.values()))[0])
+    assert 0 < ahead < windows / 2  # the windows those two sentences need, not the whole source
+    (project.dir / "draft_v1.md").write_text(article(*notes))
+    alignment = align_file(project, "draft_v1.md", Settings(), loads)
+    assert alignment is not None and [s["verdict"] for s in alignment.sentences] == ["supported", "supported"]
+    assert loads.model.texts - ahead == 2  # its two sentences, and no window
+
+
+@pytest.mark.slow
+def test_a_check_that_begins_stops_the_warm_up_embedding_ahead(tmp_path: Path) -> None:
+    project = _long_project(tmp_path)
+    (project.dir / "research_notes.md").write_text(f"- {_field_note(17)} [S1].\n")
+    stop = threading.Event()
+    stop.set()
+    loads = Loads()
+    warm_up(project, loads, stop=stop)
+    assert loads.asked >= 1 and loads.model.texts == 0  # loaded and prepared, nothing embedded

@@ -104,13 +104,16 @@ def test_word_markdown_html_and_text_from_a_folder(home: Home, tmp_path: Path) -
         "<body><article><p>HNSW builds a layered proximity graph and searches it greedily.</p></article></body></html>"
     )
     (folder / "plain.txt").write_text("Plain notes about B-trees.\nThey keep keys sorted.\n")
+    # A design document opens with a section's name: the file name is its title.
+    (folder / "0001-private-fields.md").write_text("- Start Date: 2014-03-11\n\n# Summary\n\nFields are private.\n")
     (folder / ".hidden.md").write_text("# Hidden\n\nnot added\n")
     (folder / "image.png").write_bytes(b"\x89PNG\r\n")
     added = home.run("library", "add", str(folder))
     assert added.exit_code == 0, added.stderr
-    assert len(added.stdout.split()) == 4
+    assert len(added.stdout.split()) == 5
     docs = {d["file_name"]: d for d in json.loads(home.run("library", "list", "--json").stdout)}
-    assert set(docs) == {"baking.docx", "raft.md", "page.html", "plain.txt"}
+    assert set(docs) == {"baking.docx", "raft.md", "page.html", "plain.txt", "0001-private-fields.md"}
+    assert docs["0001-private-fields.md"]["title"] == "0001-private-fields"
     assert docs["baking.docx"]["title"] == "Bread notes" and docs["baking.docx"]["authors"] == ["A. Baker"]
     assert docs["baking.docx"]["mark_kind"] == "heading"
     baking = _library(home).get(docs["baking.docx"]["id"])
@@ -299,3 +302,37 @@ def test_an_index_built_by_another_embedding_is_re_embedded_and_said_in_one_line
     assert float((rebuilt.vectors * built.vectors).sum(axis=1).min()) > 0.999  # this model's vectors again
     again = home.run("library", "search", "election timeout")
     assert again.exit_code == 0 and "another embedding" not in again.stderr
+
+
+def test_the_model_reads_passages_and_queries_without_stop_words() -> None:
+    import bm25s.stopwords
+
+    from pensieve.library.index import STOP_WORDS, embedding_text
+
+    # The same list BM25 drops, but for the negations, which carry a passage's meaning.
+    assert set(bm25s.stopwords.STOPWORDS_EN) - STOP_WORDS == {"no", "not"}
+    assert embedding_text("The leader is elected by a majority, not by the clients.") == (
+        "leader elected majority, not clients."
+    )
+    assert embedding_text("To be, or not to be") == "not"
+    assert embedding_text("It is this.") == "It is this."  # nothing else: read as it is
+
+
+@pytest.mark.slow
+def test_the_index_embeds_passages_without_stop_words_and_bm25_reads_titles(home: Home, tmp_path: Path) -> None:
+    from pensieve.library.extract import Limits
+    from pensieve.library.index import search
+
+    write_docx(tmp_path / "baking.docx", BAKING, title="Bread notes")
+    library = _library(home)
+    library.add_bytes("baking.docx", (tmp_path / "baking.docx").read_bytes(), Limits())
+    counting = _Counting()
+    update_index(library, lambda: counting)
+    assert any(
+        "sourdough starter culture wild yeast lactic acid bacteria kept flour water." in t for t in counting.texts
+    )
+    assert not any(" the " in f" {t.lower()} " or "Bread notes" in t for t in counting.texts)
+    # The title is no longer in front of each passage's vector, but BM25 reads it: words that
+    # are only in the title still find the document.
+    hits = search(library, "bread notes", 3, get_embedder)
+    assert hits and hits[0].doc.title == "Bread notes"

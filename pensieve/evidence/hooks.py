@@ -8,13 +8,16 @@ changed since they were stored.
 
 from __future__ import annotations
 
+import math
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from pensieve.article.reference_list import reader_numbers
 from pensieve.config import Settings
-from pensieve.evidence.align import Alignment, SourceText, Thresholds, align_text, view_of
+from pensieve.evidence.align import Alignment, SourceText, SourceView, Thresholds, align_text, candidates, view_of
+from pensieve.evidence.segment import cited_sentences
 from pensieve.evidence.store import ALIGNED, VERSION, artifact_entry, readable_evidence, save_entry
 from pensieve.evidence.vectors import VECTORS_DIR, VectorCache, shared_cache
 from pensieve.front_matter import split_front_matter
@@ -23,6 +26,14 @@ from pensieve.stages import FINAL_ARTICLE, Artifact
 from pensieve.topics.embedder import Embedder, get_embedder
 
 FACT_CHECK = Artifact.FACT_CHECK
+# What a first draft restates: on the five by-hand projects (tests/data/evidence_real_*), the
+# cited sentences of the research notes and the outline select 80% of the windows draft_v1's
+# check embeds (1,501; they select 2,192), so a warm-up embeds those while the outliner and
+# the drafter wait for their model (docs/evidence.md, "Speed").
+ANTICIPATED = (Artifact.RESEARCH_NOTES, Artifact.OUTLINE)
+# Windows embedded between two looks at `stop`: about a CPU second, and enough for the
+# embedder's bulk path (one thread per core).
+ANTICIPATION_CHUNK = 64
 
 
 def thresholds(settings: Settings) -> Thresholds:
@@ -78,24 +89,59 @@ def align_file(
     return alignment
 
 
-def warm_up(project: Project, embedder: Callable[[], Embedder] = get_embedder) -> None:
+def warm_up(
+    project: Project,
+    embedder: Callable[[], Embedder] = get_embedder,
+    stop: threading.Event | None = None,
+    *,
+    anticipate: bool = True,
+) -> None:
     """What the next alignment will need, done ahead while a stage waits for its model: once
     the project has archived sources (without any, a check embeds nothing and the model is
     never loaded), the embedding model loaded and every source cut into windows, with the
-    vectors cached on disk read and each window's numbers and words found. Never fails: the
-    check itself says what is wrong when it runs."""
+    vectors cached on disk read and each window's numbers and words found; then, if asked to
+    `anticipate` (before the first draft is checked: after that its own sentences say what
+    the next check needs), the windows the research notes' and the outline's cited sentences
+    would need (ANTICIPATED), a chunk at a time until `stop` is set (a check begins: it
+    embeds what is left of its own).
+    Never fails: the check itself says what is wrong when it runs."""
     try:
         texts = load_source_texts(project.dir)[0]
         if not texts:
             return
         embedder()
-        prepared = shared_cache(project.dir / VECTORS_DIR, embedder).prepare(
-            {sid: source.text for sid, source in texts.items()}
-        )
-        for sid, source in texts.items():
-            view_of(source, *prepared[sid])
+        sources = {sid: source.text for sid, source in texts.items()}
+        cache = shared_cache(project.dir / VECTORS_DIR, embedder)
+        prepared = cache.prepare(sources)
+        views = {sid: view_of(source, *prepared[sid]) for sid, source in texts.items()}
+        pending = anticipated_windows(project, views) if anticipate else []
+        try:
+            for start in range(0, len(pending), ANTICIPATION_CHUNK):
+                if stop is not None and stop.is_set():
+                    return
+                chunk: dict[str, list[int]] = {}
+                for sid, index in pending[start : start + ANTICIPATION_CHUNK]:
+                    chunk.setdefault(sid, []).append(index)
+                cache.fill(chunk, sources, save=False)
+        finally:  # once a source, not once a chunk
+            cache.save(sources[sid] for sid in dict.fromkeys(sid for sid, _ in pending))
     except Exception:  # a warm-up only saves time; the check itself reports failures
         return
+
+
+def anticipated_windows(project: Project, views: Mapping[str, SourceView]) -> list[tuple[str, int]]:
+    """(source, window) pairs the cited sentences of the ANTICIPATED artifacts would be
+    aligned with and that have no vector yet, source by source (one file write a source)."""
+    wanted: set[tuple[str, int]] = set()
+    for name in ANTICIPATED:
+        path = project.file(name)
+        if not path.is_file():
+            continue
+        for sentence in cited_sentences(path.read_text(encoding="utf-8", errors="replace")):
+            for sid in sentence.ids:
+                if sid in views:
+                    wanted.update((sid, i) for i in candidates(sentence.claim, views[sid]))
+    return sorted((sid, i) for sid, i in wanted if math.isnan(float(views[sid].vectors[i, 0])))
 
 
 def apply_fact_check(alignment: Alignment, quotes: list[tuple[str, str, str, str]]) -> int:

@@ -83,9 +83,10 @@ class VectorCache:
             out[name] = self._memory[key]
         return out
 
-    def fill(self, needed: Mapping[str, Iterable[int]], texts: dict[str, str]) -> None:
+    def fill(self, needed: Mapping[str, Iterable[int]], texts: dict[str, str], *, save: bool = True) -> None:
         """Embed, in one batch, the needed windows that have no vector yet, and keep them
-        (in memory and on disk: the next alignment against these sources embeds nothing)."""
+        (in memory and on disk: the next alignment against these sources embeds nothing;
+        `save=False` leaves the disk to `save`, for a caller that fills in many small steps)."""
         import numpy as np
 
         todo: list[tuple[str, list[int]]] = []
@@ -105,7 +106,15 @@ class VectorCache:
             vectors = self._memory[key][1]
             vectors[rows] = encoded[cursor : cursor + len(rows)]
             cursor += len(rows)
-            self._save(key, vectors)
+            if save:
+                self._save(key, vectors)
+
+    def save(self, texts: Iterable[str]) -> None:
+        """Write these texts' vectors known so far to disk (after `fill(..., save=False)`)."""
+        for text in texts:
+            kept = self._memory.get(content_key(text))
+            if kept is not None:
+                self._save(content_key(text), kept[1])
 
     def _path(self, key: str) -> Path | None:
         return self.directory / f"{key}.npy" if self.directory is not None else None

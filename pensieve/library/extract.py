@@ -54,6 +54,10 @@ MEDIA_TYPES: dict[Kind, str] = {
 PAGE_SEPARATOR = "\n\n"
 _DOI_IN_TEXT = re.compile(r"\b(?:doi[:\s]*|https?://(?:dx\.)?doi\.org/)?(10\.\d{4,9}/[^\s\"<>]+)", re.I)
 _ISBN_IN_TEXT = re.compile(r"\bISBN(?:-1[03])?:?\s*((?:97[89][-\s]?)?(?:\d[-\s]?){9}[\dXx])\b")
+_SECTION_NAMES = {
+    *("summary", "abstract", "introduction", "overview", "contents", "table of contents", "background"),
+    *("motivation", "preface", "foreword", "tl;dr", "tldr", "synopsis", "description", "about"),
+}
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
 # Metadata is looked for on the first page (or the first few thousand characters).
 _FIRST_PAGE_CHARS = 4_000
@@ -373,10 +377,12 @@ def _plain(kind: Kind, data: bytes) -> Extracted:
     marks: tuple[tuple[int, str], ...] = ()
     if kind == "markdown":
         marks = tuple((m.start(), _clean_meta(m.group(2), 200)) for m in _MD_HEADING.finditer(text))
-    if not title:
-        title = (
-            marks[0][1] if marks else _clean_meta(next((line for line in text.splitlines() if line.strip()), ""), 120)
-        )
+    if not title and marks:
+        # A section's name ("Summary", "Introduction") is no title: the file name says more
+        # (a design document "0001-private-fields.md" opens with "# Summary").
+        title = "" if marks[0][1].strip(" :.").lower() in _SECTION_NAMES else marks[0][1]
+    elif not title:
+        title = _clean_meta(next((line for line in text.splitlines() if line.strip()), ""), 120)
     return Extracted(kind, text, marks, "heading" if marks else "", title=title)
 
 

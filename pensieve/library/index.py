@@ -2,11 +2,14 @@
 
 Passages are windows of at most PASSAGE_WORDS words that never cross a page (or heading)
 boundary, so each has one page. Each is embedded with all-MiniLM-L6-v2, the model topic
-memory already loads and verifies (`pensieve.topics.embedder`), with the document's title
-in front. The vectors and the passages' (document, start, end, page) live in one file,
-`library/.index/library.npz`, replaced atomically under a lock. Documents never change
-(an id is a content hash), so an update embeds the documents the index lacks and drops
-the removed ones: incremental, like the topic index.
+memory already loads and verifies (`pensieve.topics.embedder`), as its words without the
+English stop words (`embedding_text`; the query too); BM25 also reads the document's title.
+Both cut the model's work without changing what is found (measured in docs/library.md,
+"round 4"): embedding is 95% of adding a document. The vectors and the passages'
+(document, start, end, page) live in one file, `library/.index/library.npz`, replaced
+atomically under a lock. Documents never change (an id is a content hash), so an update
+embeds the documents the index lacks and drops the removed ones: incremental, like the
+topic index.
 
 BM25 (bm25s, measured against rank-bm25 in docs/library.md) is built in memory from the
 passages when a process first searches, and kept while the index file is unchanged. The
@@ -41,7 +44,8 @@ INDEX_FILE = "library.npz"
 LOCK_FILE = "library.lock"
 FORMAT_VERSION = 1
 PASSAGE_WORDS = 120
-CHUNKER_VERSION = 1
+# 2: passages and queries embedded without stop words, and without the title in front.
+CHUNKER_VERSION = 2
 EMBEDDING_ID = f"{MODEL_NAME}@{WEIGHTS_SHA256[:16]}/library-v{CHUNKER_VERSION}"
 # Reciprocal rank fusion's constant (the usual 60: ranks far down each list still count a little).
 RRF_K = 60
@@ -54,6 +58,13 @@ MIN_COSINE = 0.25
 PER_DOCUMENT = 3
 MAX_QUERY_CHARS = 2_000
 _WORD = re.compile(r"\S+")
+# The English stop words BM25 drops (bm25s's "en", Lucene's list), but for "no" and "not",
+# which carry a passage's meaning. Dropping them cuts the tokens the model reads by 15-25%.
+STOP_WORDS = frozenset(
+    "a an and are as at be but by for if in into is it of on or such that the their then there "  # noqa: SIM905
+    "these they this to was will with".split()
+)
+_EDGES = "\"'`.,;:!?()[]{}*_"
 
 Vectors = npt.NDArray[np.float32]
 
@@ -224,7 +235,7 @@ def update_index(library: Library, embedder: Callable[[], Embedder]) -> UpdateRe
             text = library.text(doc)
             found = passages_of(doc, text)
             new_passages.extend(found)
-            texts.extend(f"{doc.title}: {text[p.start : p.end]}" for p in found)
+            texts.extend(embedding_text(text[p.start : p.end]) for p in found)
             order.append(doc.id)
             report.embedded.append(doc.id)
         if texts:
@@ -259,12 +270,20 @@ def query_vector(query: str, embedder: Embedder) -> Vectors:
         if hit is not None and hit[0] is embedder:
             _queries.move_to_end(key)
             return hit[1]
-    vector: Vectors = np.ascontiguousarray(embedder.encode([query])[0], dtype=np.float32)
+    vector: Vectors = np.ascontiguousarray(embedder.encode([embedding_text(query)])[0], dtype=np.float32)
     with _queries_lock:
         _queries[key] = (embedder, vector)
         while len(_queries) > QUERY_CACHE:
             _queries.popitem(last=False)
     return vector
+
+
+def embedding_text(text: str) -> str:
+    """What the model reads of a passage or a query: its words without STOP_WORDS. The model
+    spends its time per token (docs/library.md: ~21 MFLOP a token, the CPU's float32 limit),
+    and these words tell it least; text made of nothing else is read as it is."""
+    kept = [w for w in text.split() if w.strip(_EDGES).lower() not in STOP_WORDS]
+    return " ".join(kept) if kept else " ".join(text.split())
 
 
 def clean_query(query: str) -> str:
@@ -287,12 +306,14 @@ def _passage_texts(library: Library, index: LibraryIndex) -> list[str]:
     return index._texts
 
 
-def _bm25(index: LibraryIndex, texts: list[str]) -> Any:
+def _bm25(index: LibraryIndex, texts: list[str], titles: dict[str, str]) -> Any:
+    """BM25 over the passages, each with its document's title (the vectors do not read it)."""
     if index._bm25 is None:
         import bm25s
 
         tokenizer = bm25s.tokenization.Tokenizer(stopwords="en")
-        ids = tokenizer.tokenize(texts, update_vocab=True, return_as="ids", show_progress=False)
+        titled = [f"{titles.get(p.doc, '')}\n{t}" for p, t in zip(index.passages, texts, strict=True)]
+        ids = tokenizer.tokenize(titled, update_vocab=True, return_as="ids", show_progress=False)
         retriever = bm25s.BM25()
         retriever.index((ids, tokenizer.get_vocab_dict()), show_progress=False)
         index._bm25 = (tokenizer, retriever)
@@ -327,7 +348,8 @@ def search(
     if not index.passages:
         return []
     texts = _passage_texts(library, index)
-    tokenizer, retriever = _bm25(index, texts)
+    docs = {d.id: d for d in library.documents()}
+    tokenizer, retriever = _bm25(index, texts, {d.id: d.title for d in docs.values()})
     query_ids = tokenizer.tokenize([query], update_vocab=False, return_as="ids", show_progress=False)[0]
     if query_ids:
         bm25_scores = np.asarray(retriever.get_scores(list(query_ids)), dtype=np.float32)
@@ -340,7 +362,6 @@ def search(
     for ranks in (by_bm25, by_vector):
         for row, rank in ranks.items():
             fused[row] = fused.get(row, 0.0) + 1.0 / (RRF_K + rank)
-    docs = {d.id: d for d in library.documents()}
     hits: list[Hit] = []
     per_doc: dict[str, int] = {}
     for row in sorted(fused, key=lambda r: (-fused[r], r)):

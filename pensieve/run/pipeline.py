@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import threading
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -85,6 +86,10 @@ class Runner:
         self.resend_after_recovery: dict[str, str] = {}
         # The evidence check's model and sources, made ready while a stage waits for its model.
         self._evidence_warm_up: asyncio.Future[None] | None = None
+        # Set when a check begins: the warm-up stops embedding ahead and leaves the rest to it;
+        # once a draft was checked, its sentences (not the notes') say what the next one needs.
+        self._warm_up_stop = threading.Event()
+        self._anticipate = True
         self._warmed_on_archiving = False
         # Checks of artifacts nothing is sent back for, running beside the next stages; the
         # stage that revises the artifact waits for its check (`_checked`).
@@ -461,12 +466,12 @@ class Runner:
             return  # no check is left for this run (the running stage is not complete yet)
         from pensieve.evidence.hooks import warm_up
 
-        previous = self._evidence_warm_up
+        previous, stop, anticipate = self._evidence_warm_up, self._warm_up_stop, self._anticipate
 
         async def after_previous() -> None:
             if previous is not None:
                 await asyncio.wait([previous])
-            await asyncio.to_thread(warm_up, self.project)
+            await asyncio.to_thread(warm_up, self.project, stop=stop, anticipate=anticipate)
 
         self._evidence_warm_up = asyncio.ensure_future(after_previous())
 
@@ -479,8 +484,13 @@ class Runner:
             return None
         from pensieve.evidence import hooks as evidence_hooks
 
+        self._anticipate = False
         if self._evidence_warm_up is not None:
-            await asyncio.wait([self._evidence_warm_up])  # what it prepares is not done twice
+            # What it prepared is not done twice; what it would still embed ahead, the check
+            # embeds itself if its sentences need it (the next warm-ups get a fresh flag).
+            self._warm_up_stop.set()
+            self._warm_up_stop = threading.Event()
+            await asyncio.wait([self._evidence_warm_up])
         try:
             alignment = await asyncio.to_thread(evidence_hooks.align_file, self.project, stage.writes, self.settings)
         except PensieveError as exc:  # the embedding model is missing or damaged: say so, go on
