@@ -647,6 +647,8 @@ _OPPOSITES = (
     ("success", "failure"),
     ("succeeded", "failed"),
 )
+_NOT_ONLY = re.compile(r"\bnot\s+(?:\w+\s+)?only\b", re.I)
+_ONLY = re.compile(r"\bonly\b", re.I)
 _RATHER = re.compile(r"(\w+)\W+(?:rather than|instead of)\W+(?:\w+\W+){0,2}?(\w+)", re.I)
 
 
@@ -663,11 +665,52 @@ def reversed_in(said: str, clause: str) -> str:
         for x, y in ((a, b), (b, a)):
             if x in mine and y not in mine and y in theirs and x not in theirs:
                 return f"{y}, not {x}"
+    # "not only when desugaring method calls" against "only used when desugaring method calls"
+    # (a bare "only" says no in other words, so the negation check lets it pass).
+    for x, y in ((said, clause), (clause, said)):
+        if _NOT_ONLY.search(x) and not _NOT_ONLY.search(y) and _ONLY.search(y):
+            return (
+                '"only" where the sentence says "not only"'
+                if x is said
+                else '"not only" where the sentence says "only"'
+            )
     # "minimal rather than maximal" against "maximal rather than minimal"
     ours = {(m.group(1).lower(), m.group(2).lower()) for m in _RATHER.finditer(said)}
     for m in _RATHER.finditer(clause):
         if (m.group(2).lower(), m.group(1).lower()) in ours and m.group(1).lower() != m.group(2).lower():
             return f"{m.group(1).lower()} rather than {m.group(2).lower()}"
+    return ""
+
+
+CONTRAST = re.compile(r"\b(?:rather than|instead of)\b", re.I)
+_SIDE_WORDS = 4  # content words each side of "rather than" that name what is preferred to what
+
+
+def _sides(text: str, at: re.Match[str]) -> tuple[set[str], set[str]]:
+    def stems(part: str) -> list[str]:
+        return [
+            w[: max(4, len(w) - 3)] for w in (x.lower() for x in _WORD.findall(part)) if len(w) > 3 and w not in _STOP
+        ]
+
+    before = stems(text[: at.start()])[-_SIDE_WORDS:]
+    after = stems(text[at.end() :])[:_SIDE_WORDS]
+    return set(before), set(after)
+
+
+def sides_swapped(said: str, clause: str) -> str:
+    """ "X rather than Y" where the passage says "Y' rather than X'" in other words: the
+    sentence's preferred side's words after the passage's "rather than", its rejected side's
+    before it ("used `()` rather than a dedicated `Missing` type" against "the `Missing` type
+    ... rather than a generic type like `()`")."""
+    mine = CONTRAST.search(said)
+    theirs = CONTRAST.search(clause)
+    if not mine or not theirs:
+        return ""
+    chosen, rejected = _sides(said, mine)
+    chosen, rejected = chosen - rejected, rejected - chosen
+    first, second = _sides(clause, theirs)
+    if len(chosen & second) > len(chosen & first) and len(rejected & first) > len(rejected & second):
+        return f"{theirs.group(0).lower()}, the other way round"
     return ""
 
 
@@ -770,6 +813,45 @@ def direction(text: str) -> set[str]:
     return found
 
 
+# "virtually all", "not always": the page's word is there, its absolute is not.
+_APPROXIMATED = re.compile(r"\b(?:almost|nearly|virtually|practically|mostly|largely|not)\s+(?:\w+\s+)?$", re.I)
+_SCOPE_WORDS = 2  # content words on each side of an absolute that say what it is about
+
+
+def _absolute(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """The text's first use of an absolute that is one ("virtually all" is not)."""
+    return next((m for m in pattern.finditer(text) if not _APPROXIMATED.search(text[: m.start()])), None)
+
+
+def _scope(sentence: str, start: int, end: int) -> set[str]:
+    """What an absolute is about: the content words next to it ("every restriction",
+    "always a breaking change", "tooling and documentation all come together")."""
+
+    def content(text: str) -> list[str]:
+        return [w.lower() for w in _WORD.findall(text) if len(w) > 3 and w.lower() not in _STOP]
+
+    words = content(sentence[:start])[-_SCOPE_WORDS:] + content(sentence[end:])[:_SCOPE_WORDS]
+    return {w[: max(4, len(w) - 3)] for w in words}
+
+
+def _page_says(name: str, pattern: re.Pattern[str], scope: set[str], passage: str) -> bool:
+    """Whether the passage states the absolute about the same thing: in one of its sentences,
+    beside a word of what the sentence's absolute is about, and not approximated ("virtually
+    all instances" is no "every instance"). An absolute the page uses for something else
+    ("encompasses all the uses") is no support for the writer's ("removes every restriction")."""
+    otherwise = _SAID_OTHERWISE.get(name)
+    if not scope:
+        return bool(pattern.search(passage) or (otherwise and otherwise.search(passage)))
+    for piece in _PASSAGE_CLAUSE.split(passage):
+        if not any(p.startswith(s) for p in word_keys(piece) for s in scope):
+            continue
+        if otherwise and otherwise.search(piece):
+            return True
+        if _absolute(pattern, piece):
+            return True
+    return False
+
+
 def stronger_cues(sentence: str, passage: str, hedged: str | None = None) -> list[str]:
     """Absolutes the sentence uses and the passage does not, and hedges the passage (or
     `hedged`: the one passage it rests on) uses that the sentence drops."""
@@ -778,9 +860,8 @@ def stronger_cues(sentence: str, passage: str, hedged: str | None = None) -> lis
     cues = [
         f'"{match.group(0).lower()}"'
         for name, pattern in _STRONG
-        if (match := pattern.search(sentence))
-        and not pattern.search(passage)
-        and not (name in _SAID_OTHERWISE and _SAID_OTHERWISE[name].search(passage))
+        if (match := _absolute(pattern, sentence))
+        and not _page_says(name, pattern, _scope(sentence, match.start(), match.end()), passage)
     ]
     hedged = passage if hedged is None else hedged
     if not HEDGE.search(sentence):
