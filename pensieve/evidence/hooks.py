@@ -115,6 +115,7 @@ def warm_up(
         prepared = cache.prepare(sources)
         views = {sid: view_of(source, *prepared[sid]) for sid, source in texts.items()}
         pending = anticipated_windows(project, views) if anticipate else []
+        filled: dict[str, None] = {}
         try:
             for start in range(0, len(pending), ANTICIPATION_CHUNK):
                 if stop is not None and stop.is_set():
@@ -123,8 +124,9 @@ def warm_up(
                 for sid, index in pending[start : start + ANTICIPATION_CHUNK]:
                     chunk.setdefault(sid, []).append(index)
                 cache.fill(chunk, sources, save=False)
+                filled.update(dict.fromkeys(chunk))
         finally:  # once a source, not once a chunk
-            cache.save(sources[sid] for sid in dict.fromkeys(sid for sid, _ in pending))
+            cache.save(sources[sid] for sid in filled)
     except Exception:  # a warm-up only saves time; the check itself reports failures
         return
 

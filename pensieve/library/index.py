@@ -59,7 +59,7 @@ PER_DOCUMENT = 3
 MAX_QUERY_CHARS = 2_000
 _WORD = re.compile(r"\S+")
 # The English stop words BM25 drops (bm25s's "en", Lucene's list), but for "no" and "not",
-# which carry a passage's meaning. Dropping them cuts the tokens the model reads by 15-25%.
+# which carry a passage's meaning. Dropping them cut the tokens the model reads by 14-21% (RFCs).
 STOP_WORDS = frozenset(
     "a an and are as at be but by for if in into is it of on or such that the their then there "  # noqa: SIM905
     "these they this to was will with".split()
