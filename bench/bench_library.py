@@ -63,6 +63,7 @@ from pensieve.library.extract import Limits, _pdf
 from pensieve.library.index import (
     PASSAGE_WORDS,
     LibraryIndex,
+    Passage,
     embedding_text,
     index_path,
     passages_of,
@@ -444,6 +445,31 @@ def rfc_query(text: str) -> str:
     return re.split(r"(?<=[.!?])\s", paragraph, maxsplit=1)[0][:300]
 
 
+def add_rfcs(library: Library, files: list[Path]) -> dict[str, str]:
+    """The RFCs added to the library; document id -> its query (`rfc_query`), where it has one."""
+    queries: dict[str, str] = {}
+    for path in files:
+        doc, _ = library.add_bytes(path.name, path.read_bytes(), Limits())
+        query = rfc_query(path.read_text(encoding="utf-8", errors="replace"))
+        if query:
+            queries[doc.id] = query
+    return queries
+
+
+def by_vectors(
+    vectors: npt.NDArray[np.float32], passages: list[Passage], query: npt.NDArray[np.float32], k: int
+) -> list[str]:
+    """The k documents whose passages are closest to the query vector, by the vectors alone."""
+    ranked: list[str] = []
+    for row in np.argsort(-(vectors @ query)):
+        owner = passages[int(row)].doc
+        if owner not in ranked:
+            ranked.append(owner)
+        if len(ranked) == k:
+            break
+    return ranked
+
+
 def bench_rfc_quality(root: Path, corpus: Path, step: int, k: int = 10) -> None:
     """Retrieval over the Rust RFCs added as a library, once indexed and searched with the
     float32 model and once with the int8 one: the query is the first sentence of each RFC's
@@ -453,13 +479,8 @@ def bench_rfc_quality(root: Path, corpus: Path, step: int, k: int = 10) -> None:
     files = sorted(corpus.glob("*.md"))[::step]
     libraries = {name: Library(Workspace(root, f"rfc-{name}")) for name in ("float32", "int8")}
     embedders: dict[str, Callable[[], Embedder]] = {"float32": get_embedder, "int8": get_int8_embedder}
-    queries: dict[str, str] = {}
     for library in libraries.values():
-        for path in files:
-            doc, _ = library.add_bytes(path.name, path.read_bytes(), Limits())
-            query = rfc_query(path.read_text(encoding="utf-8", errors="replace"))
-            if query:
-                queries[doc.id] = query
+        queries = add_rfcs(library, files)  # the same ids in both: a document's id is its hash
     print(f"   Rust RFCs ({len(files)} of {len(list(corpus.glob('*.md')))} files), {len(queries)} queries")
     found: dict[str, list[list[tuple[str, int, int]]]] = {}
     vector_recall: dict[str, float] = {}
@@ -470,15 +491,9 @@ def bench_rfc_quality(root: Path, corpus: Path, step: int, k: int = 10) -> None:
         for doc_id, query in queries.items():
             hits = search(library, query, k, embedders[name])
             hits_per_query.append([(h.doc.id, h.passage.start, h.passage.end) for h in hits])
-            cosine = index.vectors @ query_vector(query, embedders[name]())
-            ranked: list[str] = []
-            for row in np.argsort(-cosine):
-                owner = index.passages[int(row)].doc
-                if owner not in ranked:
-                    ranked.append(owner)
-                if len(ranked) == k:
-                    break
-            vector_hits += doc_id in ranked
+            vector_hits += doc_id in by_vectors(
+                index.vectors, index.passages, query_vector(query, embedders[name]()), k
+            )
         found[name] = hits_per_query
         recall = statistics.mean(
             doc_id in {d for d, _, _ in hits} for doc_id, hits in zip(queries, hits_per_query, strict=True)
@@ -498,12 +513,7 @@ def bench_rfc_quality(root: Path, corpus: Path, step: int, k: int = 10) -> None:
 def bench_embedding_text(root: Path, corpus: Path, step: int, k: int = 10) -> None:
     files = sorted(corpus.glob("*.md"))[::step]
     library = Library(Workspace(root, "rfc-text"))
-    queries: dict[str, str] = {}
-    for path in files:
-        doc, _ = library.add_bytes(path.name, path.read_bytes(), Limits())
-        query = rfc_query(path.read_text(encoding="utf-8", errors="replace"))
-        if query:
-            queries[doc.id] = query
+    queries = add_rfcs(library, files)
     docs = [library.get(d.id) for d in library.documents()]
     passages, written, titled = [], [], []
     for doc in docs:
@@ -530,13 +540,7 @@ def bench_embedding_text(root: Path, corpus: Path, step: int, k: int = 10) -> No
             # The real search, reading this variant's vectors for the query too.
             hits = search(library, query, k, partial(_Fixed, vector), update=False)
             hybrid += doc_id in {h.doc.id for h in hits}
-            ranked: list[str] = []
-            for row in np.argsort(-(vectors @ vector)):
-                if passages[int(row)].doc not in ranked:
-                    ranked.append(passages[int(row)].doc)
-                if len(ranked) == k:
-                    break
-            alone += doc_id in ranked
+            alone += doc_id in by_vectors(vectors, passages, vector, k)
         print(
             f"   {name:24s} {tokens:,} tokens, embedding {embedded}; recall@{k}: hybrid "
             f"{hybrid / len(queries):.1%}, vectors alone {alone / len(queries):.1%}",

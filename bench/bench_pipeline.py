@@ -17,8 +17,8 @@ With `--sources N` (the run a user gets), the Researcher fetches N real pages (t
 design documents of ../shared/corpus/rust-rfcs, else synthetic pages) from a local site, so
 they are archived as a web fetch archives them, the research notes quote them (`research_notes`:
 modelled on the by-hand projects' notes, which the drafts restate), and the drafts cite them
-sentence by sentence (about 1,500 words): the evidence check (on by default) aligns draft_v1.md, draft_v2.md and
-final.md with the archived pages, the embedding model loaded and every page new to it.
+sentence by sentence (about 1,500 words): the evidence check (on by default) aligns
+draft_v1.md, draft_v2.md and final.md with the archived pages, the embedding model loaded and every page new to it.
 Stage contracts are off in that mode (the scripted articles are not shaped for them; they
 cost milliseconds). `--sources 0` (the default) is the run without sources.
 
@@ -157,18 +157,17 @@ def cited_article(site: PageSite, words: int, seed: int) -> str:
 
 def research_notes(site: PageSite, draft: list[tuple[int, str]], seed: int) -> str:
     """Notes as a researcher leaves them, findings quoted from the pages with [Sn], which the
-    draft then restates: modelled on the five by-hand projects (tests/data/evidence_real_*),
-    whose notes' and outline's cited sentences select 80% of the windows draft_v1's check
-    embeds and 1.46 times as many in all; here 80% of the draft's sentences and half as many
-    others from the same pages."""
+    draft then restates (`bench_evidence.modelled_notes`)."""
+    from bench.bench_evidence import modelled_notes
+
     rng = random.Random(seed + 1)
     prose = _prose(site)
-    kept = rng.sample(draft, k=round(len(draft) * 0.8))
-    others = []
-    for _ in range(len(draft) // 2):
+
+    def other() -> tuple[int, str]:
         page = rng.randrange(len(prose))
-        others.append((page, rng.choice(prose[page]).rstrip(".")))
-    findings = sorted(kept + others)
+        return page, rng.choice(prose[page]).rstrip(".")
+
+    findings = sorted(modelled_notes(rng, draft, other))
     return "# Research notes\n\n## Findings\n" + "".join(f"- {s} [S{p + 1}].\n" for p, s in findings)
 
 

@@ -112,9 +112,9 @@ class VectorCache:
     def save(self, texts: Iterable[str]) -> None:
         """Write these texts' vectors known so far to disk (after `fill(..., save=False)`)."""
         for text in texts:
-            kept = self._memory.get(content_key(text))
-            if kept is not None:
-                self._save(content_key(text), kept[1])
+            key = content_key(text)
+            if key in self._memory:
+                self._save(key, self._memory[key][1])
 
     def _path(self, key: str) -> Path | None:
         return self.directory / f"{key}.npy" if self.directory is not None else None
