@@ -25,10 +25,12 @@
    library, indexed and searched once with each model: recall@10 of the RFC whose summary's
    first sentence is the query, by the hybrid search and by the vectors alone, and the share
    of the top 10 both return. docs/library.md says why int8 is not the library's model.
-6. What the model reads (round 4): the RFCs' passages (--rfc-step) embedded as written
-   (round 3: with the title in front) and as `embedding_text` gives them (the library's way
-   since: no stop words, no title), CPU time of each and their model tokens; then recall@10
-   of each over the same queries as part 5, hybrid (the real `search`) and by the vectors alone.
+6. What the model reads (rounds 4 and 5): the RFCs' passages (--rfc-step) embedded as written
+   (round 3: with the title in front), without the stop words (round 4) and as `embedding_text`
+   gives them (the library's way since round 5: no stop words, no punctuation around words, no
+   title), CPU time of each and their model tokens; then recall@10
+   of each over the same queries as part 5, and over 12 words taken from inside passages
+   (inner queries), hybrid (the real `search`) and by the vectors alone.
 
 The generated text is the sentences of this project's docs by default (`--text prose`);
 `--text english` draws its words Zipf-like (about half of them "the": what rounds 1-3
@@ -61,7 +63,9 @@ import numpy.typing as npt
 
 from pensieve.library.extract import Limits, _pdf
 from pensieve.library.index import (
+    _EDGES,
     PASSAGE_WORDS,
+    STOP_WORDS,
     LibraryIndex,
     Passage,
     embedding_text,
@@ -298,12 +302,12 @@ def bench_adding(root: Path, rng: random.Random, words: list[str], pages: int, p
     seq_length = get_embedder()._model.max_seq_length
     sample = [library.text(d) for d in library.documents()[:1]]
     doc = library.get(library.documents()[0].id)
-    lengths = token_counts([sample[0][p.start : p.end] for p in passages_of(doc, sample[0])][:200])
+    lengths = token_counts([embedding_text(sample[0][p.start : p.end]) for p in passages_of(doc, sample[0])][:200])
     print(
         f"   extract+store {stored}\n"
         f"   embed {report.passages_embedded:,} passages {embedded} = "
-        f"{report.passages_embedded / max(embedded.wall, 1e-9):.1f} passages/s; tokens a passage: median "
-        f"{statistics.median(lengths):.0f}, max {max(lengths)} (the model reads {seq_length})\n"
+        f"{report.passages_embedded / max(embedded.wall, 1e-9):.1f} passages/s; model tokens a passage: median "
+        f"{statistics.median(lengths):.0f}, max {max(lengths)} (`embedding_text`; the model reads {seq_length})\n"
         f"   reading one 100-page PDF in a child process (pensieve.library.isolation) {in_child}; "
         f"in this process {in_process}: {in_child.wall - in_process.wall:+.2f} s a document\n"
         f"   total {total:6.1f} s = {total / 60:.2f}x the 60 s target "
@@ -525,27 +529,47 @@ def bench_embedding_text(root: Path, corpus: Path, step: int, k: int = 10) -> No
     variants: dict[str, tuple[list[str], Callable[[str], str]]] = {
         "title + text (round 3)": (titled, lambda q: q),
         "as written": (written, lambda q: q),
+        "stop words only (round 4)": ([_round4(t) for t in written], _round4),
         "embedding_text": ([embedding_text(t) for t in written], embedding_text),
     }
+    # Inner queries (round 5): 12 words from anywhere inside a passage, so what the model
+    # reads of a passage's end counts as much as of its start (summary queries come first).
+    rng = random.Random(7)
+    inner: list[tuple[str, str]] = []
+    for row in rng.sample(range(len(passages)), min(400, len(passages))):
+        words = written[row].split()
+        if len(words) >= 30:
+            first = rng.randrange(len(words) - 12)
+            inner.append((passages[row].doc, " ".join(words[first : first + 12])))
+    asked = {"summary": list(queries.items()), "inner": inner}
     embedder = get_embedder()
-    print(f"6. what the model reads: {len(passages):,} passages of {len(files)} Rust RFCs, {len(queries)} queries")
+    print(
+        f"6. what the model reads: {len(passages):,} passages of {len(files)} Rust RFCs, {len(queries)} summary "
+        f"queries, {len(inner)} inner queries"
+    )
     for name, (texts, query_text) in variants.items():
         tokens = sum(token_counts(texts))
         with Phase() as embedded:
             vectors = embedder.encode(texts)
         atomic_write_bytes(index_path(library), LibraryIndex([d.id for d in docs], passages, vectors).to_bytes())
-        hybrid = alone = 0
-        for doc_id, query in queries.items():
-            vector = embedder.encode([query_text(query)])[0]
-            # The real search, reading this variant's vectors for the query too.
-            hits = search(library, query, k, partial(_Fixed, vector), update=False)
-            hybrid += doc_id in {h.doc.id for h in hits}
-            alone += doc_id in by_vectors(vectors, passages, vector, k)
-        print(
-            f"   {name:24s} {tokens:,} tokens, embedding {embedded}; recall@{k}: hybrid "
-            f"{hybrid / len(queries):.1%}, vectors alone {alone / len(queries):.1%}",
-            flush=True,
-        )
+        recalls = []
+        for kind, pairs in asked.items():
+            hybrid = alone = 0
+            for doc_id, query in pairs:
+                vector = embedder.encode([query_text(query)])[0]
+                # The real search, reading this variant's vectors for the query too.
+                hits = search(library, query, k, partial(_Fixed, vector), update=False)
+                hybrid += doc_id in {h.doc.id for h in hits}
+                alone += doc_id in by_vectors(vectors, passages, vector, k)
+            size = max(len(pairs), 1)
+            recalls.append(f"{kind} hybrid {hybrid / size:.1%}, vectors alone {alone / size:.1%}")
+        print(f"   {name:26s} {tokens:,} tokens, embedding {embedded}; recall@{k}: {'; '.join(recalls)}", flush=True)
+
+
+def _round4(text: str) -> str:
+    """`embedding_text` of round 4: the stop words dropped, the punctuation around words kept."""
+    kept = [w for w in text.split() if w.strip(_EDGES).lower() not in STOP_WORDS]
+    return " ".join(kept) if kept else " ".join(text.split())
 
 
 class _Fixed:

@@ -304,7 +304,7 @@ def test_an_index_built_by_another_embedding_is_re_embedded_and_said_in_one_line
     assert again.exit_code == 0 and "another embedding" not in again.stderr
 
 
-def test_the_model_reads_passages_and_queries_without_stop_words() -> None:
+def test_the_model_reads_passages_and_queries_without_stop_words_or_punctuation() -> None:
     import bm25s.stopwords
 
     from pensieve.library.index import STOP_WORDS, embedding_text
@@ -312,8 +312,10 @@ def test_the_model_reads_passages_and_queries_without_stop_words() -> None:
     # The same list BM25 drops, but for the negations, which carry a passage's meaning.
     assert set(bm25s.stopwords.STOPWORDS_EN) - STOP_WORDS == {"no", "not"}
     assert embedding_text("The leader is elected by a majority, not by the clients.") == (
-        "leader elected majority, not clients."
+        "leader elected majority not clients"
     )
+    # Punctuation around a word goes; inside one (a path, a version, a contraction) it stays.
+    assert embedding_text("(see `std::mem::take`, v1.2) -- doesn't it?") == "see std::mem::take v1.2 -- doesn't"
     assert embedding_text("To be, or not to be") == "not"
     assert embedding_text("It is this.") == "It is this."  # nothing else: read as it is
 
@@ -329,7 +331,7 @@ def test_the_index_embeds_passages_without_stop_words_and_bm25_reads_titles(home
     counting = _Counting()
     update_index(library, lambda: counting)
     assert any(
-        "sourdough starter culture wild yeast lactic acid bacteria kept flour water." in t for t in counting.texts
+        "sourdough starter culture wild yeast lactic acid bacteria kept flour water" in t for t in counting.texts
     )
     assert not any(" the " in f" {t.lower()} " or "Bread notes" in t for t in counting.texts)
     # The title is no longer in front of each passage's vector, but BM25 reads it: words that

@@ -3,9 +3,10 @@
 Passages are windows of at most PASSAGE_WORDS words that never cross a page (or heading)
 boundary, so each has one page. Each is embedded with all-MiniLM-L6-v2, the model topic
 memory already loads and verifies (`pensieve.topics.embedder`), as its words without the
-English stop words (`embedding_text`; the query too); BM25 also reads the document's title.
-Both cut the model's work without changing what is found (measured in docs/library.md,
-"round 4"): embedding is 95% of adding a document. The vectors and the passages'
+English stop words and without the punctuation around them (`embedding_text`; the query
+too); BM25 reads the passage as written, and the document's title. These cut the model's
+work without changing what is found (measured in docs/library.md, rounds 4 and 5):
+embedding is 95% of adding a document. The vectors and the passages'
 (document, start, end, page) live in one file, `library/.index/library.npz`, replaced
 atomically under a lock. Documents never change (an id is a content hash), so an update
 embeds the documents the index lacks and drops the removed ones: incremental, like the
@@ -45,7 +46,8 @@ LOCK_FILE = "library.lock"
 FORMAT_VERSION = 1
 PASSAGE_WORDS = 120
 # 2: passages and queries embedded without stop words, and without the title in front.
-CHUNKER_VERSION = 2
+# 3: ... and without the punctuation around words.
+CHUNKER_VERSION = 3
 EMBEDDING_ID = f"{MODEL_NAME}@{WEIGHTS_SHA256[:16]}/library-v{CHUNKER_VERSION}"
 # Reciprocal rank fusion's constant (the usual 60: ranks far down each list still count a little).
 RRF_K = 60
@@ -279,10 +281,12 @@ def query_vector(query: str, embedder: Embedder) -> Vectors:
 
 
 def embedding_text(text: str) -> str:
-    """What the model reads of a passage or a query: its words without STOP_WORDS. The model
-    spends its time per token (docs/library.md: ~21 MFLOP a token, the CPU's float32 limit),
-    and these words tell it least; text made of nothing else is read as it is."""
-    kept = [w for w in text.split() if w.strip(_EDGES).lower() not in STOP_WORDS]
+    """What the model reads of a passage or a query: its words without STOP_WORDS and without
+    the punctuation around them. The model spends its time per token (docs/library.md: ~21
+    MFLOP a token, the CPU's float32 limit); commas, periods, brackets and backticks are a
+    sixth of a passage's tokens and, like the stop words, tell it least (round 5: the same
+    passages found). Text made of nothing else is read as it is."""
+    kept = [core for w in text.split() if (core := w.strip(_EDGES)) and core.lower() not in STOP_WORDS]
     return " ".join(kept) if kept else " ".join(text.split())
 
 
