@@ -28,9 +28,9 @@
 6. What the model reads (rounds 4 and 5): the RFCs' passages (--rfc-step) embedded as written
    (round 3: with the title in front), without the stop words (round 4) and as `embedding_text`
    gives them (the library's way since round 5: no stop words, no punctuation around words, no
-   title), CPU time of each and their model tokens; then recall@10
-   of each over the same queries as part 5, and over 12 words taken from inside passages
-   (inner queries), hybrid (the real `search`) and by the vectors alone.
+   title), CPU time of each and their model tokens; then recall@10 of each over the same
+   queries as part 5, and over 12 words taken from inside passages (inner queries), hybrid
+   (the real `search`) and by the vectors alone.
 
 The generated text is the sentences of this project's docs by default (`--text prose`);
 `--text english` draws its words Zipf-like (about half of them "the": what rounds 1-3
