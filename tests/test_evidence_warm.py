@@ -16,7 +16,7 @@ import pytest
 
 from pensieve.config import Settings
 from pensieve.evidence.hooks import align_file, warm_up
-from pensieve.evidence.vectors import VECTORS_DIR, shared_cache
+from pensieve.evidence.vectors import VECTORS_DIR, VectorCache, shared_cache
 from pensieve.project.events import read_events
 from pensieve.project.source_archive import SourceArchive
 from pensieve.project.workspace import Project, open_workspace
@@ -82,6 +82,44 @@ def test_warm_up_prepares_the_sources_and_the_next_draft_embeds_only_new_sentenc
     # A short source has every window embedded by the first check: only the new sentence is.
     assert loads.model.texts - embedded == 1
     assert [s["verdict"] for s in alignment.sentences] == ["supported", "supported"]
+
+
+@pytest.mark.slow
+def test_a_recheck_reuses_the_verdicts_of_unchanged_pairs_never_what_was_done_to_them(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    embed: Callable[[], Embedder] = Loads()
+    cache = shared_cache(project.dir / VECTORS_DIR, embed)
+    kept: Any = cache._verdicts
+    first = "HNSW builds a layered proximity graph and searches it greedily from the top layer [S1]."
+    (project.dir / "draft_v1.md").write_text(article(first, INVENTED))
+    before = align_file(project, "draft_v1.md", Settings(), embed)
+    assert before is not None and len(kept) == 2
+    verdicts = [s["verdict"] for s in before.sentences]
+    assert verdicts[0] == "supported" and verdicts[1] != "supported"
+    # What a later step does to the citations it is given (the fact check, the judge)...
+    before.citations[1][0].verdict = "supported"
+    before.citations[1][0].reasons.append("changed after the check")
+
+    # ...is not what the next draft's check is told: it keeps both sentences, assesses
+    # neither again, and gives the verdicts a fresh check gives.
+    (project.dir / "draft_v2.md").write_text(article(INVENTED, first))
+    again = align_file(project, "draft_v2.md", Settings(), embed)
+    assert again is not None and len(kept) == 2
+    assert [s["verdict"] for s in again.sentences] == verdicts[::-1]
+    assert "changed after the check" not in again.citations[0][0].reasons
+    fresh = align_file(project, "draft_v2.md", Settings(), embed, cache=VectorCache(None, embed))
+    assert fresh is not None and [s["citations"] for s in fresh.sentences] == [s["citations"] for s in again.sentences]
+    again.citations[0][0].reasons.append("changed after the re-check")
+    third = align_file(project, "draft_v1.md", Settings(), embed)
+    assert third is not None and [s["verdict"] for s in third.sentences] == verdicts
+    assert not [r for r in third.citations[1][0].reasons if r.startswith("changed")]
+
+    # A source whose text changed is a new pair: the claim is assessed against its new text.
+    source = project.dir / "sources" / "S1.md"
+    source.write_text(source.read_text().replace("greedily from the top layer", "by random restarts"))
+    changed = align_file(project, "draft_v2.md", Settings(), embed)
+    assert changed is not None and len(kept) == 4
+    assert changed.sentences[1]["citations"] != again.sentences[1]["citations"]
 
 
 @pytest.mark.slow

@@ -17,7 +17,15 @@ import pytest
 
 from pensieve.config import TopicsSettings
 from pensieve.project.workspace import Workspace
-from pensieve.topics.embedder import Embedder, ModelUnavailable, get_embedder, load_embedder
+from pensieve.topics.embedder import (
+    PRECISION_ENV,
+    Embedder,
+    ModelUnavailable,
+    SentenceEmbedder,
+    get_embedder,
+    load_embedder,
+    precision,
+)
 from pensieve.topics.index import INDEX_DIR, INDEX_FILE, TopicIndex, index_path
 from pensieve.topics.search import search_topic_library
 from tests.topic_library import QUERIES, TOPICS, UNRELATED_QUERIES, write_library
@@ -178,6 +186,33 @@ def test_weights_with_a_wrong_sha256_are_refused(tmp_path: Path) -> None:
     (tmp_path / "model.safetensors").write_bytes(b"tampered weights")
     with pytest.raises(ModelUnavailable, match=r"refusing to load .*model\.safetensors.*sha256"):
         load_embedder(tmp_path)
+
+
+def test_bfloat16_is_chosen_only_where_the_cpu_multiplies_it() -> None:
+    assert precision({}, "flags\t\t: fpu avx2 avx512f avx512_bf16 avx512_vnni") == "bfloat16"
+    assert precision({}, "flags : fpu avx2 amx_bf16 amx_tile") == "bfloat16"
+    # AVX-512 without BF16 (the Intel VMs measured before): emulated, slower, so float32.
+    assert precision({}, "flags : fpu avx2 avx512f avx512bw avx512vl avx512_vnni") == "float32"
+    assert precision({}, "") == "float32"
+    assert precision({PRECISION_ENV: "float32"}, "flags : avx512_bf16") == "float32"
+    assert precision({PRECISION_ENV: " BFloat16 "}, "flags : avx2") == "bfloat16"
+    with pytest.raises(ModelUnavailable, match=f"{PRECISION_ENV} is 'half'; set it to float32 or bfloat16"):
+        precision({PRECISION_ENV: "half"}, "")
+
+
+@pytest.mark.parametrize("count", [3, 70], ids=["query path", "bulk path"])
+def test_bfloat16_vectors_keep_the_float32_direction(count: int) -> None:
+    """Both encode paths (one thread; a pool of threads, where autocast must be entered in each
+    thread) really run in bfloat16, and the vectors stay where float32 puts them."""
+    model = get_embedder()._model
+    texts = [f"{t.title}: {t.body}" for t in TOPICS] * (count // len(TOPICS) + 1)
+    texts = texts[:count]
+    full = SentenceEmbedder(model, "float32").encode(texts)
+    low = SentenceEmbedder(model, "bfloat16").encode(texts)
+    assert low.dtype == np.float32 and low.shape == full.shape
+    assert not np.array_equal(low, full)  # autocast took effect
+    assert np.allclose(np.linalg.norm(low, axis=1), 1.0, atol=1e-3)
+    assert float(np.min(np.sum(low * full, axis=1))) > 0.999
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 WINDOWING = "sentences-v2"  # v2: code, quotations, URLs and versions kept whole
 VECTORS_DIR = Path("sources") / ".vectors"
 _CLAIMS_KEPT = 4_000  # sentence vectors a cache keeps in memory
+_VERDICTS_KEPT = 4_000  # (sentence, source) verdicts a cache keeps in memory
 
 
 def content_key(text: str) -> str:
@@ -44,7 +45,18 @@ class VectorCache:
         self._embedder = embedder
         self._memory: dict[str, tuple[list[Span], Vectors]] = {}
         self._claims: dict[str, Vectors] = {}
+        self._verdicts: dict[Hashable, object] = {}
         self.embedded = 0
+
+    def verdict(self, key: Hashable) -> object | None:
+        """What the alignment remembered under `key` (a sentence against a source), if anything.
+        Kept here, beside the vectors it was computed from: another embedder has another cache."""
+        return self._verdicts.get(key)
+
+    def remember_verdict(self, key: Hashable, verdict: object) -> None:
+        if len(self._verdicts) >= _VERDICTS_KEPT:
+            self._verdicts.clear()
+        self._verdicts[key] = verdict
 
     def claims(self, texts: list[str]) -> Vectors:
         """The vectors of an article's sentences; those this cache embedded before (the next
