@@ -411,7 +411,7 @@ def main() -> None:
             parser.error(f"{flag} {given}: no such file")
     started = time.perf_counter()
     get_embedder()
-    print(f"model load: {time.perf_counter() - started:.1f}s")
+    print(f"model load: {time.perf_counter() - started:.1f}s, in {get_embedder().precision}")
     if args.part in ("all", "labels"):
         detection()
     if args.part in ("all", "real"):

@@ -78,7 +78,7 @@ from pensieve.library.index import (
 from pensieve.library.isolation import extract_pdf
 from pensieve.library.store import Library
 from pensieve.project.workspace import Workspace, atomic_write_bytes
-from pensieve.topics.embedder import DIMENSION, Embedder, SentenceEmbedder, get_embedder
+from pensieve.topics.embedder import DIMENSION, PRECISION_ENV, Embedder, SentenceEmbedder, get_embedder, precision
 from tests.library_files import pdf_bytes
 
 SYLLABLES = [a + b for a in "bcdfghklmnprstvz" for b in ("a", "e", "i", "o", "u", "ai", "ou")]
@@ -605,7 +605,11 @@ def main() -> None:
     words = vocabulary(rng) if args.text == "made-up" else english_vocabulary(rng)
     if args.text == "prose":
         PROSE[:] = prose_sentences()
-    print(f"generated text: {args.text} words; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+    print(
+        f"generated text: {args.text} words; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
+        f"the model in {precision()} ({PRECISION_ENV} chooses)",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(prefix="pensieve-bench-library-") as tmp:
         if "1" not in skip:
             bench_extraction(rng, words, args.pdf)

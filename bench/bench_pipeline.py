@@ -51,6 +51,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import yaml
 
 from pensieve.stages import STAGES
+from pensieve.topics.embedder import PRECISION_ENV, precision
 from tests.fakes.http import QuietHandler, close, serve
 from tests.fakes.model_server import FakeModel, Recorded, call, text
 
@@ -297,7 +298,10 @@ def main() -> None:
         close(site.server if site is not None else None)
     if site is not None:
         chars = sum(len(t) for _, t in site.pages)
-        print(f"with {len(site.pages)} archived sources ({chars:,} characters), evidence on")
+        print(
+            f"with {len(site.pages)} archived sources ({chars:,} characters), evidence on; this checkout runs "
+            f"the embedding model in {precision()} ({PRECISION_ENV} chooses; before 2026-12-06, float32)"
+        )
     for code, runs in rows.items():
         wall, critical, litellm, overhead, ratio = (statistics.median(column) for column in zip(*runs, strict=True))
         print(
