@@ -245,6 +245,47 @@ class _Counting:
         return get_embedder().encode(texts)
 
 
+class _Hashed:
+    """Unit vectors from each text's CRC (a row says which text it was made from), counting
+    the texts of each call: indexing's bookkeeping without the model's seconds."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def encode(self, texts: list[str]) -> Any:
+        import zlib
+
+        import numpy as np
+
+        self.calls.append(len(texts))
+        out = np.zeros((len(texts), 384), dtype=np.float32)
+        out[np.arange(len(texts)), [zlib.crc32(t.encode()) % 384 for t in texts]] = 1.0
+        return out
+
+
+def test_indexing_reports_progress_in_parts_and_keeps_the_rows_in_order(home: Home) -> None:
+    from pensieve.library.extract import Limits
+    from pensieve.library.index import EMBED_PART, embedding_text, passages_of
+
+    library = _library(home)
+    words = [f"word{i % 997}" for i in range(1_300 * 120)]
+    doc, _ = library.add_bytes("long.txt", " ".join(words).encode(), Limits(max_text_chars=10_000_000))
+    hashed = _Hashed()
+    told: list[tuple[int, int]] = []
+    report = update_index(library, lambda: hashed, lambda done, total: told.append((done, total)))
+    total = report.passages_embedded
+    assert total == 1_300
+    parts = round(total / EMBED_PART)
+    assert len(hashed.calls) == parts == len(told) and sum(hashed.calls) == total
+    assert max(hashed.calls) - min(hashed.calls) <= 1  # equal parts: each one the bulk path's size
+    assert [done for done, _ in told] == sorted({done for done, _ in told}) and told[-1] == (total, total)
+    # Row i is passage i's vector, across the parts.
+    index = load_index(index_path(library))
+    text = library.text(library.get(doc.id))
+    expected = _Hashed().encode([embedding_text(text[p.start : p.end]) for p in passages_of(doc, text)])
+    assert (index.vectors == expected).all()
+
+
 @pytest.mark.slow
 def test_a_warm_search_sees_another_process_change_the_library(home: Home, tmp_path: Path) -> None:
     from pensieve.library.index import search

@@ -15,6 +15,8 @@ from pensieve.errors import UsageError
 from pensieve.json_text import print_json
 
 if TYPE_CHECKING:  # imported for real inside the commands
+    from collections.abc import Callable
+
     from pensieve.library.adding import Outcome
     from pensieve.library.index import Hit
     from pensieve.library.store import Document
@@ -35,13 +37,31 @@ library_app = typer.Typer(
 
 
 def _index_after_add(workspace: str) -> None:
-    """Embed what was added now, so the first search does not pay for it (and says why not)."""
+    """Embed what was added now, so the first search does not pay for it (and says why not);
+    on a terminal, a bar shows the passages embedded (1,000 pages take half a minute or more)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     from pensieve.library.index import update_index
     from pensieve.library.store import Library
     from pensieve.topics.embedder import ModelUnavailable, get_embedder
 
+    bar = Progress(
+        TextColumn("embedding passages"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    )
+    task = bar.add_task("embedding", total=None)
     try:
-        report = update_index(Library(workspace_of(workspace)), get_embedder)
+        with bar:
+            report = update_index(
+                Library(workspace_of(workspace)),
+                get_embedder,
+                lambda done, total: bar.update(task, completed=done, total=total),
+            )
     except ModelUnavailable as exc:
         err.print(f"warning: added, but not indexed yet: {exc}", markup=False)
         return
@@ -64,6 +84,21 @@ def library_add(
     Example: pensieve library add paper.pdf notes/ --tags consensus
     """
 
+    loading: list[Callable[[], None]] = []
+
+    def each(outcome: Outcome) -> None:
+        """Said as it happens; the first new document starts the model loading while the
+        others are read (it is needed to index them)."""
+        if outcome.document is not None and outcome.new and not loading:
+            from pensieve.topics.embedder import load_in_background
+
+            loading.append(load_in_background())
+        if outcome.document is None:
+            err.print(f"error: {outcome.line}", markup=False)
+        elif not as_json:
+            word = "added" if outcome.new else "already in the library"
+            err.print(f"{word}: {outcome.given} -> {outcome.document.id} ({outcome.document.title})", markup=False)
+
     def action() -> list[Outcome]:
         from pensieve.config import load_settings, workspace_settings
         from pensieve.library.adding import add_anything
@@ -75,18 +110,16 @@ def library_add(
         chosen = parse_tags(tags)
         ws = workspace_of(workspace)
         settings = workspace_settings(load_settings(), ws.root)
-        return add_anything(Library(ws), items, settings, chosen)
+        return add_anything(Library(ws), items, settings, chosen, each)
 
-    outcomes = guarded(action)
-    added = [o for o in outcomes if o.document is not None]
-    if added:
-        guarded(lambda: _index_after_add(workspace))
-    for outcome in outcomes:
-        if outcome.document is None:
-            err.print(f"error: {outcome.line}", markup=False)
-        elif not as_json:
-            word = "added" if outcome.new else "already in the library"
-            err.print(f"{word}: {outcome.given} -> {outcome.document.id} ({outcome.document.title})", markup=False)
+    try:
+        outcomes = guarded(action)
+        added = [o for o in outcomes if o.document is not None]
+        if added:
+            guarded(lambda: _index_after_add(workspace))
+    finally:
+        for wait in loading:  # never leave the interpreter while a thread imports torch
+            wait()
     if as_json:
         print_json(
             [

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -141,23 +141,38 @@ def folder_files(folder: Path) -> tuple[list[Path], list[Outcome]]:
     return found, refused
 
 
-def add_paths(library: Library, paths: Iterable[Path], settings: Settings, tags: Iterable[str] = ()) -> list[Outcome]:
-    """Every path (a file, or a folder whose readable files are all added), one outcome each."""
+def add_paths(
+    library: Library,
+    paths: Iterable[Path],
+    settings: Settings,
+    tags: Iterable[str] = (),
+    each: Callable[[Outcome], None] | None = None,
+) -> list[Outcome]:
+    """Every path (a file, or a folder whose readable files are all added), one outcome each;
+    `each` is told every outcome as it happens (a folder of books takes seconds)."""
     tags = tuple(tags)
     outcomes: list[Outcome] = []
+
+    def done(outcome: Outcome) -> None:
+        outcomes.append(outcome)
+        if each is not None:
+            each(outcome)
+
     for path in paths:
         try:
             is_folder = stat.S_ISDIR(os.lstat(path).st_mode)
         except OSError:
             is_folder = False
         if not is_folder:
-            outcomes.append(add_file(library, path, settings, tags))
+            done(add_file(library, path, settings, tags))
             continue
         files, refused = folder_files(path)
-        outcomes.extend(refused)
+        for outcome in refused:
+            done(outcome)
         if not files and not refused:
-            outcomes.append(Outcome(str(path), reason="holds no .pdf, .docx, .html, .md or .txt file"))
-        outcomes.extend(add_file(library, file, settings, tags) for file in files)
+            done(Outcome(str(path), reason="holds no .pdf, .docx, .html, .md or .txt file"))
+        for file in files:
+            done(add_file(library, file, settings, tags))
     return outcomes
 
 
@@ -215,12 +230,22 @@ async def fetch_document(library: Library, url: str, settings: Settings, tags: I
     return Outcome(url, doc, new)
 
 
-def add_anything(library: Library, items: Iterable[str], settings: Settings, tags: Iterable[str] = ()) -> list[Outcome]:
-    """Paths and URLs, in the order given (URLs fetched one after the other)."""
+def add_anything(
+    library: Library,
+    items: Iterable[str],
+    settings: Settings,
+    tags: Iterable[str] = (),
+    each: Callable[[Outcome], None] | None = None,
+) -> list[Outcome]:
+    """Paths and URLs, in the order given (URLs fetched one after the other); `each` is told
+    every outcome as it happens."""
     outcomes: list[Outcome] = []
     for item in items:
         if is_url(item):
-            outcomes.append(asyncio.run(fetch_document(library, item.strip(), settings, tags)))
+            outcome = asyncio.run(fetch_document(library, item.strip(), settings, tags))
+            outcomes.append(outcome)
+            if each is not None:
+                each(outcome)
         else:
-            outcomes.extend(add_paths(library, [Path(item).expanduser()], settings, tags))
+            outcomes.extend(add_paths(library, [Path(item).expanduser()], settings, tags, each))
     return outcomes

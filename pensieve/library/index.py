@@ -45,6 +45,8 @@ INDEX_FILE = "library.npz"
 LOCK_FILE = "library.lock"
 FORMAT_VERSION = 1
 PASSAGE_WORDS = 120
+# Passages embedded between two progress reports (~5 s of two cores in float32).
+EMBED_PART = 500
 # 2: passages and queries embedded without stop words, and without the title in front.
 # 3: ... and without the punctuation around words.
 CHUNKER_VERSION = 3
@@ -208,8 +210,11 @@ def _read_index(path: Path) -> tuple[LibraryIndex, str]:
     return index, ""
 
 
-def update_index(library: Library, embedder: Callable[[], Embedder]) -> UpdateReport:
-    """Bring the index up to date with the catalog; `embedder` is called only if needed."""
+def update_index(
+    library: Library, embedder: Callable[[], Embedder], progress: Callable[[int, int], None] | None = None
+) -> UpdateReport:
+    """Bring the index up to date with the catalog; `embedder` is called only if needed;
+    `progress(done, total)` is told the passages embedded after each part."""
     path = index_path(library)
     catalog = library.root / CATALOG_FILE
     known = _current.get(path)
@@ -241,7 +246,15 @@ def update_index(library: Library, embedder: Callable[[], Embedder]) -> UpdateRe
             order.append(doc.id)
             report.embedded.append(doc.id)
         if texts:
-            blocks.append(embedder().encode(texts))
+            model = embedder()
+            # In parts, so a caller can show progress (1,000 pages take half a minute or more);
+            # parts of equal size, each large enough for the embedder's bulk path.
+            parts = max(1, round(len(texts) / EMBED_PART))
+            for part in range(parts):
+                first, end = part * len(texts) // parts, (part + 1) * len(texts) // parts
+                blocks.append(model.encode(texts[first:end]))
+                if progress is not None:
+                    progress(end, len(texts))
         vectors = np.concatenate(blocks) if blocks else np.zeros((0, DIMENSION), dtype=np.float32)
         index = LibraryIndex(order, passages + new_passages, np.ascontiguousarray(vectors, dtype=np.float32))
         atomic_write_bytes(path, index.to_bytes())

@@ -13,7 +13,7 @@ import contextlib
 import importlib.util
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -232,3 +232,17 @@ def get_embedder() -> SentenceEmbedder:
         if _loaded is None:
             _loaded = load_embedder()
         return _loaded
+
+
+def load_in_background() -> Callable[[], None]:
+    """Start loading the model in a thread (torch's import and the weights' check take
+    seconds that other work can use) and return a function that waits for it. A failure
+    is not raised there: the next `get_embedder()` tries again and raises it."""
+
+    def load() -> None:
+        with contextlib.suppress(Exception):
+            get_embedder()
+
+    thread = threading.Thread(target=load, name="pensieve-model-load", daemon=True)
+    thread.start()
+    return thread.join
