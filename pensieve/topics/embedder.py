@@ -195,12 +195,10 @@ def _torch_threads(count: int) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
-def load_embedder(
-    directory: Path | None = None, expected_sha256: str = WEIGHTS_SHA256, precision_name: str | None = None
-) -> SentenceEmbedder:
+def load_embedder(directory: Path | None = None, expected_sha256: str = WEIGHTS_SHA256) -> SentenceEmbedder:
     """Verify and load the model (slow: seconds). Prefer `get_embedder`, which does it once."""
     directory = directory or model_dir()
-    chosen = precision_name or precision()
+    chosen = precision()
     verify_weights(directory, expected_sha256)
     # Never reach the network: the hub and transformers read these when first imported.
     os.environ["HF_HUB_OFFLINE"] = "1"
