@@ -245,6 +245,31 @@ class _Counting:
         return get_embedder().encode(texts)
 
 
+def test_a_model_that_cannot_load_leaves_the_documents_added_and_says_so_once(home: Home, tmp_path: Path) -> None:
+    """`library add` starts loading the model at the first new document; when that fails
+    the documents stay added and the index step says why, in one line (a process of its
+    own: this one may have the model loaded already)."""
+    write_docx(tmp_path / "baking.docx", BAKING)
+    env = {**os.environ, "PENSIEVE_HOME": str(home.path), "PENSIEVE_EMBED_PRECISION": "half"}
+    added = subprocess.run(
+        [sys.executable, "-m", "pensieve", "library", "add", str(tmp_path / "baking.docx"), str(raft_pdf(tmp_path))],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert added.returncode == 0, added.stderr
+    assert len(added.stdout.split()) == 2 and added.stderr.count("added: ") == 2
+    warnings = [line for line in added.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        "warning: added, but not indexed yet: PENSIEVE_EMBED_PRECISION is 'half'; set it to float32 or "
+        "bfloat16, or unset it"
+    ]
+    assert "Traceback" not in added.stderr
+    assert len(_library(home).documents()) == 2 and not index_path(_library(home)).exists()
+
+
 class _Hashed:
     """Unit vectors from each text's CRC (a row says which text it was made from), counting
     the texts of each call: indexing's bookkeeping without the model's seconds."""
