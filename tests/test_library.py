@@ -58,6 +58,18 @@ def raft_pdf(tmp_path: Path) -> Path:
     )
 
 
+def _in_a_process(home: Home, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`pensieve ARGS` in a process of its own (this one may hold the model or the index)."""
+    return subprocess.run(
+        [sys.executable, "-m", "pensieve", *args],
+        env={**os.environ, "PENSIEVE_HOME": str(home.path), **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 def _leftovers(home: Home) -> list[str]:
     docs = home.path / "workspaces" / "default" / "library" / "docs"
     return sorted(p.name for p in docs.iterdir()) if docs.is_dir() else []
@@ -250,14 +262,8 @@ def test_a_model_that_cannot_load_leaves_the_documents_added_and_says_so_once(ho
     the documents stay added and the index step says why, in one line (a process of its
     own: this one may have the model loaded already)."""
     write_docx(tmp_path / "baking.docx", BAKING)
-    env = {**os.environ, "PENSIEVE_HOME": str(home.path), "PENSIEVE_EMBED_PRECISION": "half"}
-    added = subprocess.run(
-        [sys.executable, "-m", "pensieve", "library", "add", str(tmp_path / "baking.docx"), str(raft_pdf(tmp_path))],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    added = _in_a_process(
+        home, "library", "add", str(tmp_path / "baking.docx"), str(raft_pdf(tmp_path)), PENSIEVE_EMBED_PRECISION="half"
     )
     assert added.returncode == 0, added.stderr
     assert len(added.stdout.split()) == 2 and added.stderr.count("added: ") == 2
@@ -328,15 +334,7 @@ def test_a_warm_search_sees_another_process_change_the_library(home: Home, tmp_p
     assert counting.texts == ["sourdough starter culture"]
     # Another process removes a document: this process's next search must not return it.
     bread = next(d for d in library.documents() if d.title == "Bread notes")
-    env = {**os.environ, "PENSIEVE_HOME": str(home.path)}
-    removed = subprocess.run(
-        [sys.executable, "-m", "pensieve", "library", "remove", bread.id],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    removed = _in_a_process(home, "library", "remove", bread.id)
     assert removed.returncode == 0, removed.stderr
     after = search(library, "sourdough starter culture", 5, lambda: counting)
     assert all(h.doc.id != bread.id for h in after)
