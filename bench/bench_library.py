@@ -19,10 +19,11 @@
    parts (the query embedding, BM25), and of the same query again (its vector cached).
    Target: under 100 ms.
 5. An int8 copy of the model (torch dynamic quantization of its Linear layers, one scale
-   per output channel) against the float32 one: CPU time of the same passages through the
-   bulk path, alternating, and the cosine of their vectors; then retrieval over the Rust
-   RFCs (--rfcs, 639 markdown files; --rfc-step 2 takes every other one) added as a
-   library, indexed and searched once with each model: recall@10 of the RFC whose summary's
+   per output channel) and the model in bfloat16 (round 6) against the float32 one: CPU
+   time of the same passages through the bulk path, alternating, and the cosine of their
+   vectors; then retrieval over the Rust RFCs (--rfcs, 639 markdown files; --rfc-step 2
+   takes every other one) added as a library, indexed and searched once with the float32
+   model and once with the int8 one: recall@10 of the RFC whose summary's
    first sentence is the query, by the hybrid search and by the vectors alone, and the share
    of the top 10 both return. docs/library.md says why int8 is not the library's model.
 6. What the model reads (rounds 4 and 5): the RFCs' passages (--rfc-step) embedded as written
@@ -391,7 +392,7 @@ def quantized(base: SentenceEmbedder) -> SentenceEmbedder:
         model = quantize_dynamic(  # type: ignore[no-untyped-call]
             copy.deepcopy(base._model), {torch.nn.Linear: per_channel_dynamic_qconfig}
         )
-    return SentenceEmbedder(model)
+    return SentenceEmbedder(model, "float32")  # int8 Linear layers: no autocast on top
 
 
 _int8: list[SentenceEmbedder] = []
@@ -401,6 +402,17 @@ def get_int8_embedder() -> SentenceEmbedder:
     if not _int8:
         _int8.append(quantized(get_embedder()))
     return _int8[0]
+
+
+_float32: list[SentenceEmbedder] = []
+
+
+def get_float32_embedder() -> SentenceEmbedder:
+    """The library's model in float32 whatever the CPU (the library runs it in bfloat16 where
+    the CPU multiplies that natively: round 6)."""
+    if not _float32:
+        _float32.append(SentenceEmbedder(get_embedder()._model, "float32"))
+    return _float32[0]
 
 
 def _encode_timed(embedder: Embedder, texts: list[str]) -> tuple[Phase, npt.NDArray[np.float32]]:
@@ -413,28 +425,36 @@ def bench_int8_speed(rng: random.Random, words: list[str], count: int) -> None:
     """An int8 copy of the model against the float32 one on the same passages, through the
     bulk path `library add` takes (one torch thread per core), alternating, twice each."""
     texts = [f"Book {n % 10}: {page_text(rng, words, PASSAGE_WORDS - 2)}" for n in range(count)]
-    fp32, int8 = get_embedder(), get_int8_embedder()
-    fp32.encode(texts[:80]), int8.encode(texts[:80])  # warm both
-    runs: dict[str, list[Phase]] = {"float32": [], "int8": []}
+    model = get_embedder()._model
+    # bfloat16 (round 6) is measured too; on a CPU without it natively it is emulated (slow).
+    embedders = {
+        "float32": get_float32_embedder(),
+        "bfloat16": SentenceEmbedder(model, "bfloat16"),
+        "int8": get_int8_embedder(),
+    }
+    for embedder in embedders.values():
+        embedder.encode(texts[:80])  # warm each
+    runs: dict[str, list[Phase]] = {name: [] for name in embedders}
     vectors: dict[str, npt.NDArray[np.float32]] = {}
     for _ in range(2):
-        for name, embedder in (("float32", fp32), ("int8", int8)):
+        for name, embedder in embedders.items():
             phase, vectors[name] = _encode_timed(embedder, texts)
             runs[name].append(phase)
-    cosine = (vectors["float32"] * vectors["int8"]).sum(axis=1)
-    print(f"5. int8 (torch dynamic quantization) against float32: {count} generated passages, twice each")
+    print(f"5. int8 (torch dynamic quantization) and bfloat16 against float32: {count} generated passages, twice each")
     for name, phases in runs.items():
         cpu = min(p.cpu for p in phases)
         print(
-            f"   {name:7s} " + "; ".join(str(p) for p in phases) + f" = {count / cpu:.1f} passages per CPU second",
+            f"   {name:8s} " + "; ".join(str(p) for p in phases) + f" = {count / cpu:.1f} passages per CPU second",
             flush=True,
         )
-    ratio = min(p.cpu for p in runs["int8"]) / min(p.cpu for p in runs["float32"])
-    print(
-        f"   int8 takes {ratio:.2f}x the CPU of float32; cosine of its vectors to float32's: "
-        f"min {cosine.min():.4f}, median {np.median(cosine):.4f}",
-        flush=True,
-    )
+    for name in ("int8", "bfloat16"):
+        ratio = min(p.cpu for p in runs[name]) / min(p.cpu for p in runs["float32"])
+        cosine = (vectors["float32"] * vectors[name]).sum(axis=1)
+        print(
+            f"   {name} takes {ratio:.2f}x the CPU of float32; cosine of its vectors to float32's: "
+            f"min {cosine.min():.5f}, median {np.median(cosine):.5f}",
+            flush=True,
+        )
 
 
 _SUMMARY = re.compile(r"^#+\s*Summary\s*$\n+(.+?)(?:\n\s*\n|\Z)", re.MULTILINE | re.DOTALL | re.IGNORECASE)
@@ -482,7 +502,7 @@ def bench_rfc_quality(root: Path, corpus: Path, step: int, k: int = 10) -> None:
     k hits both models return."""
     files = sorted(corpus.glob("*.md"))[::step]
     libraries = {name: Library(Workspace(root, f"rfc-{name}")) for name in ("float32", "int8")}
-    embedders: dict[str, Callable[[], Embedder]] = {"float32": get_embedder, "int8": get_int8_embedder}
+    embedders: dict[str, Callable[[], Embedder]] = {"float32": get_float32_embedder, "int8": get_int8_embedder}
     for library in libraries.values():
         queries = add_rfcs(library, files)  # the same ids in both: a document's id is its hash
     print(f"   Rust RFCs ({len(files)} of {len(list(corpus.glob('*.md')))} files), {len(queries)} queries")
