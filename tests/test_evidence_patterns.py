@@ -199,3 +199,21 @@ def test_words_near_the_closest_passages_are_near_enough() -> None:
     found = _judge(["nll2-g005", "nll2-g020"])
     for genuine in ("nll2-g005", "nll2-g020"):
         assert not any("most of its words" in r for r in found[genuine].reasons), (genuine, found[genuine].reasons)
+
+
+def test_what_is_granted_and_what_denied_the_other_way_round_is_a_reversal() -> None:
+    """nll-p011, nll2-p011: "mutation is allowed, but reads and shared borrows are not" against
+    "reads and shared borrows ... are permitted (but not mutation)"; the genuine sentences that
+    say it the page's way round stay supported."""
+    passage = "During the reservation phase, reads and shared borrows of the data are permitted (but not mutation)."
+    turned = "During reservation, mutation of the borrowed data is allowed, but reads and shared borrows are not."
+    kept = "During reservation, reads and shared borrows are allowed, but mutation is not."
+    assert lexical.granted_swapped(turned, passage) == "granted and denied the other way round"
+    assert lexical.granted_swapped(kept, passage) == "" and lexical.granted_same_way(kept, passage)
+    assert lexical.granted_swapped("Reads are allowed during reservation.", passage) == ""  # no two sides
+    found = _judge(["nll-p011", "nll2-p011", "nll-g038", "nll2-g028"])
+    for planted in ("nll-p011", "nll2-p011"):
+        assert found[planted].verdict == "unsupported", (planted, found[planted].reasons)
+        assert any("granted and denied the other way round" in r for r in found[planted].reasons)
+    for genuine in ("nll-g038", "nll2-g028"):
+        assert found[genuine].verdict == "supported", (genuine, found[genuine].reasons)

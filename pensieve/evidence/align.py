@@ -321,7 +321,9 @@ def assess(
     value, other_value = lexical.value_conflict(claim, window.text) if sims[index] >= thresholds.supported else ("", "")
     if other_value and not view.identifiers & lexical.number_keys(value):
         found.add("unsupported", f"the passage gives {other_value}", 0.8)
-    opposite = _opposite(claim, index, windows, sims, thresholds)
+    opposite = _opposite(claim, index, windows, sims, thresholds) or _granted_elsewhere(
+        claim, index, windows, sims, by_sim, thresholds
+    )
     if opposite:
         found.add("unsupported", opposite, 0.7)
     # An absolute the page states anywhere it says this (any passage as close as a supporting
@@ -538,6 +540,23 @@ def _opposite(claim: str, index: int, windows: list[Span], sims: dict[int, float
         and not differs(windows[i].text)
     ]
     return "" if agreeing else found
+
+
+def _granted_elsewhere(
+    claim: str, index: int, windows: list[Span], sims: dict[int, float], by_sim: list[int], thresholds: Thresholds
+) -> str:
+    """ "X is allowed, but Y is not" where another of the closest passages grants Y and denies X:
+    a page that says which of two things holds says it once, often beside a passage that only
+    names them (the chosen one)."""
+    close = [i for i in dict.fromkeys([index, *by_sim[:3]]) if sims.get(i, 0.0) >= thresholds.supported]
+    if any(lexical.granted_same_way(claim, windows[i].text) for i in close):
+        return ""  # the page also says it the sentence's way round
+    for i in close:
+        granted = lexical.granted_swapped(claim, lexical.matching_clauses(claim, windows[i].text)[1])
+        if granted:
+            where = "the passage" if i == index else f'"{_short(windows[i].text)}"'
+            return f"{where} says the opposite ({granted})"
+    return ""
 
 
 def _polarity_differs(sentence: str, passage: str) -> bool:

@@ -714,6 +714,57 @@ def sides_swapped(said: str, clause: str) -> str:
     return ""
 
 
+# "X is allowed, but Y is not", "Y is permitted (but not X)": granted before the "but", denied
+# after it (up to the clause's end), as "X rather than Y" prefers X.
+_GRANTED_DENIED = re.compile(r"\bbut\b(?=[^.;:]*?(?:\bnot\b|\bnever\b|n't\b))", re.I)
+_CLAUSE_END = re.compile(r"[.;:]\s|[.;:]$")
+_GRANTED_WORDS = 8  # content words each side: both name the things, not only the verbs
+
+
+def _granted_denied(text: str) -> tuple[set[str], set[str]] | None:
+    at = _GRANTED_DENIED.search(text) or CONTRAST.search(text)
+    if at is None:
+        return None
+    before = text[: at.start()]
+    ends = list(_CLAUSE_END.finditer(before))
+    before = before[ends[-1].end() :] if ends else before
+    after = text[at.end() :]
+    end = _CLAUSE_END.search(after)
+    after = after[: end.start()] if end else after
+
+    def stems(part: str) -> set[str]:
+        return {
+            w[: max(4, len(w) - 3)] for w in (x.lower() for x in _WORD.findall(part)) if len(w) > 3 and w not in _STOP
+        }
+
+    return stems(before), stems(after)
+
+
+def granted_same_way(sentence: str, passage: str) -> bool:
+    """The passage grants and denies what the sentence does (both say "but ... not" or
+    "rather than"), each on one side only."""
+    mine, theirs = _granted_denied(sentence), _granted_denied(passage)
+    if mine is None or theirs is None:
+        return False
+    (granted, denied), (yes, no) = mine, theirs
+    return bool((granted - denied) & (yes - no) and (denied - granted) & (no - yes))
+
+
+def granted_swapped(sentence: str, passage: str) -> str:
+    """ "X is allowed, but Y is not" where the passage grants Y and denies X ("Y is permitted
+    (but not X)"): something the sentence grants the passage denies, and the other way round,
+    each on one side only. One of them says "but ... not"; the other may say "rather than"."""
+    if not (_GRANTED_DENIED.search(sentence) or _GRANTED_DENIED.search(passage)):
+        return ""
+    mine, theirs = _granted_denied(sentence), _granted_denied(passage)
+    if mine is None or theirs is None:
+        return ""
+    (granted, denied), (yes, no) = mine, theirs
+    if (granted - denied) & (no - yes) and (denied - granted) & (yes - no):
+        return "granted and denied the other way round"
+    return ""
+
+
 # A value with its label: "Rust 2021", "version 1.13", "E0597", "u64", "RFC 204".
 _LABELLED = re.compile(r"(?<![\w.])([A-Za-z]{1,12})(?:[ \t]#?|#|(?<=[A-Za-z])(?=\d))(\d+(?:\.\d+)*)(?![\w.]*\d)")
 
