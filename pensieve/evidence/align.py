@@ -321,7 +321,7 @@ def assess(
     value, other_value = lexical.value_conflict(claim, window.text) if sims[index] >= thresholds.supported else ("", "")
     if other_value and not view.identifiers & lexical.number_keys(value):
         found.add("unsupported", f"the passage gives {other_value}", 0.8)
-    opposite = _opposite(claim, index, windows, sims, thresholds) or _granted_elsewhere(
+    opposite = _opposite(claim, index, windows, sims, thresholds) or _granted_reversed(
         claim, index, windows, sims, by_sim, thresholds
     )
     if opposite:
@@ -542,12 +542,13 @@ def _opposite(claim: str, index: int, windows: list[Span], sims: dict[int, float
     return "" if agreeing else found
 
 
-def _granted_elsewhere(
+def _granted_reversed(
     claim: str, index: int, windows: list[Span], sims: dict[int, float], by_sim: list[int], thresholds: Thresholds
 ) -> str:
-    """ "X is allowed, but Y is not" where another of the closest passages grants Y and denies X:
-    a page that says which of two things holds says it once, often beside a passage that only
-    names them (the chosen one)."""
+    """ "X is allowed, but Y is not" where the chosen passage or one of the three closest grants
+    Y and denies X: a page says which of two things holds once, often beside a passage that only
+    names them (the chosen one). No finding when one of them says it the sentence's way round
+    (unlike a negation, a passage that merely shares the words does not settle it)."""
     close = [i for i in dict.fromkeys([index, *by_sim[:3]]) if sims.get(i, 0.0) >= thresholds.supported]
     if any(lexical.granted_same_way(claim, windows[i].text) for i in close):
         return ""  # the page also says it the sentence's way round

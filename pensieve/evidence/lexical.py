@@ -686,14 +686,14 @@ CONTRAST = re.compile(r"\b(?:rather than|instead of)\b", re.I)
 _SIDE_WORDS = 4  # content words each side of "rather than" that name what is preferred to what
 
 
-def _sides(text: str, at: re.Match[str]) -> tuple[set[str], set[str]]:
-    def stems(part: str) -> list[str]:
-        return [
-            w[: max(4, len(w) - 3)] for w in (x.lower() for x in _WORD.findall(part)) if len(w) > 3 and w not in _STOP
-        ]
+def _side_stems(part: str) -> list[str]:
+    """The content words of one side of a contrast, cut to their stems."""
+    return [w[: max(4, len(w) - 3)] for w in (x.lower() for x in _WORD.findall(part)) if len(w) > 3 and w not in _STOP]
 
-    before = stems(text[: at.start()])[-_SIDE_WORDS:]
-    after = stems(text[at.end() :])[:_SIDE_WORDS]
+
+def _sides(text: str, at: re.Match[str]) -> tuple[set[str], set[str]]:
+    before = _side_stems(text[: at.start()])[-_SIDE_WORDS:]
+    after = _side_stems(text[at.end() :])[:_SIDE_WORDS]
     return set(before), set(after)
 
 
@@ -718,10 +718,11 @@ def sides_swapped(said: str, clause: str) -> str:
 # after it (up to the clause's end), as "X rather than Y" prefers X.
 _GRANTED_DENIED = re.compile(r"\bbut\b(?=[^.;:]*?(?:\bnot\b|\bnever\b|n't\b))", re.I)
 _CLAUSE_END = re.compile(r"[.;:]\s|[.;:]$")
-_GRANTED_WORDS = 8  # content words each side: both name the things, not only the verbs
 
 
 def _granted_denied(text: str) -> tuple[set[str], set[str]] | None:
+    """The words of what a text grants and of what it denies: the whole clause on each side
+    of its "but" (or "rather than"), since both name the things, not only the verbs."""
     at = _GRANTED_DENIED.search(text) or CONTRAST.search(text)
     if at is None:
         return None
@@ -731,13 +732,7 @@ def _granted_denied(text: str) -> tuple[set[str], set[str]] | None:
     after = text[at.end() :]
     end = _CLAUSE_END.search(after)
     after = after[: end.start()] if end else after
-
-    def stems(part: str) -> set[str]:
-        return {
-            w[: max(4, len(w) - 3)] for w in (x.lower() for x in _WORD.findall(part)) if len(w) > 3 and w not in _STOP
-        }
-
-    return stems(before), stems(after)
+    return set(_side_stems(before)), set(_side_stems(after))
 
 
 def granted_same_way(sentence: str, passage: str) -> bool:
