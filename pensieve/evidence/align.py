@@ -549,6 +549,8 @@ def _granted_reversed(
     Y and denies X: a page says which of two things holds once, often beside a passage that only
     names them (the chosen one). No finding when one of them says it the sentence's way round
     (unlike a negation, a passage that merely shares the words does not settle it)."""
+    if not lexical.two_sided(claim):
+        return ""
     close = [i for i in dict.fromkeys([index, *by_sim[:3]]) if sims.get(i, 0.0) >= thresholds.supported]
     if any(lexical.granted_same_way(claim, windows[i].text) for i in close):
         return ""  # the page also says it the sentence's way round

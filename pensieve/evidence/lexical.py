@@ -735,6 +735,11 @@ def _granted_denied(text: str) -> tuple[set[str], set[str]] | None:
     return set(_side_stems(before)), set(_side_stems(after))
 
 
+def two_sided(text: str) -> bool:
+    """Whether a text grants one thing and denies another ("but ... not", "rather than")."""
+    return (_GRANTED_DENIED.search(text) or CONTRAST.search(text)) is not None
+
+
 def granted_same_way(sentence: str, passage: str) -> bool:
     """The passage grants and denies what the sentence does (both say "but ... not" or
     "rather than"), each on one side only."""
