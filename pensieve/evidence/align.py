@@ -723,10 +723,10 @@ def _remembered(cache: VectorCache, key: tuple[Any, ...], assessed: Callable[[],
     """A pair's verdict, assessed once per cache: a revised draft keeps most sentences of the
     draft before it, and assessing them again was 0.67 s of a 1.13 s re-check (profiled on
     bench_pipeline's article, Intel VM); on the EPYC VM the same draft again takes 0.06 s
-    against 0.17 s (`bench_evidence --part cold`). The key holds all `assess` reads: the claim (its vector and
-    candidate windows follow from it and the cache's embedder), the source, the other sources
-    the sentence cites, the thresholds. Copies go out: the fact check and the judge change
-    the citations they are given."""
+    against 0.17 s (`bench_evidence --part cold`). The key holds all `assess` reads: the
+    claim (its vector and candidate windows follow from it and the cache's embedder), the
+    source, the other sources the sentence cites, the thresholds. Copies go out: the fact
+    check and the judge change the citations they are given."""
     known = cache.verdict(key)
     if isinstance(known, Citation):
         return copy.deepcopy(known)

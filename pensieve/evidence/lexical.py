@@ -720,10 +720,14 @@ _GRANTED_DENIED = re.compile(r"\bbut\b(?=[^.;:]*?(?:\bnot\b|\bnever\b|n't\b))", 
 _CLAUSE_END = re.compile(r"[.;:]\s|[.;:]$")
 
 
+def _two_sides_at(text: str) -> re.Match[str] | None:
+    return _GRANTED_DENIED.search(text) or CONTRAST.search(text)
+
+
 def _granted_denied(text: str) -> tuple[set[str], set[str]] | None:
     """The words of what a text grants and of what it denies: the whole clause on each side
     of its "but" (or "rather than"), since both name the things, not only the verbs."""
-    at = _GRANTED_DENIED.search(text) or CONTRAST.search(text)
+    at = _two_sides_at(text)
     if at is None:
         return None
     before = text[: at.start()]
@@ -737,17 +741,24 @@ def _granted_denied(text: str) -> tuple[set[str], set[str]] | None:
 
 def two_sided(text: str) -> bool:
     """Whether a text grants one thing and denies another ("but ... not", "rather than")."""
-    return (_GRANTED_DENIED.search(text) or CONTRAST.search(text)) is not None
+    return _two_sides_at(text) is not None
+
+
+def _only_granted_and_denied(sentence: str, passage: str) -> tuple[set[str], set[str], set[str], set[str]] | None:
+    """What the sentence only grants, only denies, and what the passage only grants, only
+    denies (None unless both have two sides)."""
+    mine, theirs = _granted_denied(sentence), _granted_denied(passage)
+    if mine is None or theirs is None:
+        return None
+    (granted, denied), (yes, no) = mine, theirs
+    return granted - denied, denied - granted, yes - no, no - yes
 
 
 def granted_same_way(sentence: str, passage: str) -> bool:
     """The passage grants and denies what the sentence does (both say "but ... not" or
     "rather than"), each on one side only."""
-    mine, theirs = _granted_denied(sentence), _granted_denied(passage)
-    if mine is None or theirs is None:
-        return False
-    (granted, denied), (yes, no) = mine, theirs
-    return bool((granted - denied) & (yes - no) and (denied - granted) & (no - yes))
+    sides = _only_granted_and_denied(sentence, passage)
+    return sides is not None and bool(sides[0] & sides[2] and sides[1] & sides[3])
 
 
 def granted_swapped(sentence: str, passage: str) -> str:
@@ -756,11 +767,8 @@ def granted_swapped(sentence: str, passage: str) -> str:
     each on one side only. One of them says "but ... not"; the other may say "rather than"."""
     if not (_GRANTED_DENIED.search(sentence) or _GRANTED_DENIED.search(passage)):
         return ""
-    mine, theirs = _granted_denied(sentence), _granted_denied(passage)
-    if mine is None or theirs is None:
-        return ""
-    (granted, denied), (yes, no) = mine, theirs
-    if (granted - denied) & (no - yes) and (denied - granted) & (yes - no):
+    sides = _only_granted_and_denied(sentence, passage)
+    if sides is not None and sides[0] & sides[3] and sides[1] & sides[2]:
         return "granted and denied the other way round"
     return ""
 
