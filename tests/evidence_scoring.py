@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pensieve.evidence.align import Citation, SourceText, Thresholds, assess_pairs, assess_sources
+from pensieve.evidence.align import Citation, SourceText, Thresholds, assess_pairs, assess_sources, claim_text_of
+from pensieve.evidence.elsewhere import recheck
+from pensieve.evidence.vectors import VectorCache
 from pensieve.topics.embedder import get_embedder
 
 LABELS = Path(__file__).parent / "data" / "evidence_labels.jsonl"
@@ -160,16 +162,39 @@ def real_citations(rows: list[dict[str, Any]], corpus: Path, thresholds: Thresho
     texts = {name: (corpus / name).read_text(encoding="utf-8") for name in {r["source"] for r in rows}}
     sources = {name: SourceText(f"S{i + 1}", text, meta=name) for i, (name, text) in enumerate(sorted(texts.items()))}
     # A sentence citing two sources is one row per source; as in the pipeline, a number or
-    # name the other cited source gives is that source's to support.
-    cited: dict[tuple[str, str], list[str]] = {}
+    # name the other cited source gives is that source's to support. A planted error is a
+    # sentence of its own: "moved to the wrong source" keeps the genuine row's words and
+    # cites only the wrong source, never both.
+    cited: dict[tuple[str, str, bool], list[str]] = {}
     for row in rows:
-        cited.setdefault((row.get("article", ""), row["sentence"]), []).append(row["source"])
-    return assess_sources(
+        cited.setdefault(_sentence_key(row), []).append(row["source"])
+    thresholds = thresholds or Thresholds()
+    cache = VectorCache(None, get_embedder)
+    verdicts = assess_sources(
         [(r["sentence"], sources[r["source"]]) for r in rows],
         get_embedder,
-        thresholds or Thresholds(),
-        others=[[sources[o] for o in cited[(r.get("article", ""), r["sentence"])] if o != r["source"]] for r in rows],
+        thresholds,
+        cache,
+        others=[[sources[o] for o in cited[_sentence_key(r)] if o != r["source"]] for r in rows],
     )
+    # As in the pipeline, a doubtful citation is compared with the article's other sources
+    # (those its writer had: the sources its rows cite), never with one the sentence cites.
+    articles: dict[str, set[str]] = {}
+    for row in rows:
+        articles.setdefault(row.get("article", ""), set()).add(sources[row["source"]].id)
+    recheck(
+        [claim_text_of(r["sentence"]) for r in rows],
+        [[v] for v in verdicts],
+        {src.id: src for src in sources.values()},
+        cache,
+        thresholds,
+        among=[articles[r.get("article", "")] - {sources[o].id for o in cited[_sentence_key(r)]} for r in rows],
+    )
+    return verdicts
+
+
+def _sentence_key(row: dict[str, Any]) -> tuple[str, str, bool]:
+    return row.get("article", ""), row["sentence"], row.get("kind", "genuine") == "genuine"
 
 
 def tally_real(rows: list[dict[str, Any]], verdicts: list[Citation]) -> RealScore:

@@ -45,6 +45,10 @@ _MIN_COVERAGE = 0.25
 # A passage "says the opposite" only when it is about what the sentence is about: this
 # share of the sentence's words (negation and direction words aside) near it.
 _SAME_SUBJECT = 0.5
+# ... or this share, when the passage's sentence uses a word's opposite (easy / awkward):
+# a pair of opposites is itself evidence that the two are about the same thing.
+_OPPOSITE_WORD_SUBJECT = 0.4
+_AS_CLOSE = 0.2
 _SAID_IN_WORDS = 0.6  # share of the sentence's words in the passage that makes a close passage say it
 # ... or in the passage with the sentences next to it (0.6 to 0.8 measured the same on the
 # real set: a writer's summary of a passage and its neighbour).
@@ -182,8 +186,7 @@ def candidates(claim: str, view: SourceView) -> list[int]:
     count = len(view.windows)
     if count <= _SMALL_SOURCE:
         return list(range(count))
-    wanted = _stems(lexical.word_keys(claim))
-    scores = [sum(view.idf.get(s, 0.0) for s in wanted & window) for window in view.stems]
+    scores = rare_word_scores(claim, view)
     order = sorted((i for i in range(count) if scores[i] > 0), key=lambda i: -scores[i])
     floor = scores[order[0]] * _LEXICAL_SHARE if order else 0.0
     chosen = [i for n, i in enumerate(order[:_LEXICAL_CANDIDATES]) if n < _LEXICAL_MIN or scores[i] >= floor]
@@ -194,6 +197,13 @@ def candidates(claim: str, view: SourceView) -> list[int]:
         chosen += [i for i in holding[:_FACT_CANDIDATES] if i not in chosen]
     chosen += [i for i in _quoted_windows(claim, view) if i not in chosen]
     return chosen
+
+
+def rare_word_scores(claim: str, view: SourceView) -> list[float]:
+    """Per window of the source, how much of the claim's rarest words it holds (the summed
+    rarity, within this source, of the word stems they share)."""
+    wanted = _stems(lexical.word_keys(claim))
+    return [sum(view.idf.get(s, 0.0) for s in wanted & window) for window in view.stems]
 
 
 def _quoted_windows(claim: str, view: SourceView) -> list[int]:
@@ -238,8 +248,11 @@ def assess(
     thresholds: Thresholds,
     others: list[lexical.Haystack] | None = None,
     pool: list[int] | None = None,
+    names: tuple[str, ...] = (),
 ) -> Citation:
-    """One (sentence, source) pair: the passages that best support it, and the verdict."""
+    """One (sentence, source) pair: the passages that best support it, and the verdict.
+    `names`: what the sentence writes as code (`lexical.code_names`, read before the claim
+    text loses its backticks)."""
     import numpy as np
 
     source, windows = view.source, view.windows
@@ -311,6 +324,8 @@ def assess(
         and not rests_on.has(f)
     ]
     _fact_findings(found, missing + borrowed, view, others or [], window)
+    for name in _unwritten(names, view, others or []):
+        found.add("unsupported", f"`{name}` not found in {source.id}", 0.7)
     # A quotation another cited source of the sentence holds is that source's to support.
     misquoted = [q for q in misquoted if not any(lexical.flat(q) in lexical.flat(o.text) for o in others or [])]
     for quote in misquoted:
@@ -411,6 +426,17 @@ def _fact_findings(
             found.add("unsupported", f"{fact.surface} not found in {sid}", 0.7)
 
 
+def _unwritten(names: tuple[str, ...], view: SourceView, others: list[lexical.Haystack]) -> list[str]:
+    """The names written as code that the page never writes (nor another source the sentence
+    cites): the claim is about something this page does not mention (`cargo fix` cited to a
+    page that never names it; on the real set no genuine sentence's)."""
+    return [
+        name
+        for name in names
+        if lexical.flat(name) not in view.flat and not any(lexical.flat(name) in lexical.flat(o.text) for o in others)
+    ]
+
+
 def _heading(text: str, start: int) -> str:
     """The heading of the section a passage is in (a Markdown `#` line before it)."""
     found = [m for m in re.finditer(r"^#{1,6}[ \t]+.*$", text[:start], re.M)]
@@ -507,7 +533,8 @@ def _opposite(claim: str, index: int, windows: list[Span], sims: dict[int, float
         swapped = lexical.sides_swapped(*lexical.matching_clauses(claim, text)) if contrasts else ""
         if swapped:
             return f"the passage says the opposite ({swapped})"
-        if lexical.coverage(subject, text) < _SAME_SUBJECT:
+        covered = lexical.coverage(subject, text)
+        if covered < _OPPOSITE_WORD_SUBJECT:
             return ""
         # Polarity as a reader sees it, as wholes and clause against clause: the part of the
         # sentence the passage is about against the passage's sentence that says it ("X, but
@@ -515,13 +542,13 @@ def _opposite(claim: str, index: int, windows: list[Span], sims: dict[int, float
         # clause that states the claim is no denial of it). "not ... without" is no double
         # negative.
         said, clause = lexical.matching_clauses(claim, text)
-        if _polarity_differs(claim, text) and _polarity_differs(said, clause):
+        if covered >= _SAME_SUBJECT and _polarity_differs(claim, text) and _polarity_differs(said, clause):
             return "the passage says the opposite (negation)"
         turned = lexical.reversed_in(said, clause)
         if turned:
             return f"the passage says the opposite ({turned})"
         way = lexical.direction(text)
-        if claim_way and way and claim_way.isdisjoint(way):
+        if covered >= _SAME_SUBJECT and claim_way and way and claim_way.isdisjoint(way):
             return f"the passage goes the other way ({'/'.join(sorted(way))})"
         return ""
 
@@ -535,7 +562,7 @@ def _opposite(claim: str, index: int, windows: list[Span], sims: dict[int, float
         i
         for i, sim in sims.items()
         if i != index
-        and sim >= thresholds.weak
+        and sim >= max(thresholds.weak, sims[index] - _AS_CLOSE)
         and lexical.coverage(subject, windows[i].text) >= max(_SAME_SUBJECT, said)
         and not differs(windows[i].text)
     ]
@@ -615,6 +642,7 @@ class Alignment:
     sha256: str
     sentences: list[dict[str, Any]]
     citations: list[list[Citation]]  # per sentence, kept for the judge and the repair list
+    claims: list[str] = field(default_factory=list)  # per sentence, its words (`claim_text`)
     missing_everywhere: list[list[str]] = field(default_factory=list)  # per sentence
 
     def entry(self) -> dict[str, Any]:
@@ -683,11 +711,12 @@ def align_text(
     # Without a single archived source among the citations there is nothing to embed.
     vectors = cache.claims([s.claim or s.text for s in sentences]) if wanted else [None] * len(sentences)
     for sentence, vector, pool in zip(sentences, vectors, pools, strict=True):
+        names = tuple(lexical.code_names(sentence.text))
         cited_wholes = {sid: views[sid].whole for sid in sentence.ids if sid in views}
         citations = [
             _remembered(
                 cache,
-                (sentence.claim, sources[sid], tuple(sources[o] for o in cited_wholes if o != sid), thresholds),
+                (sentence.claim, names, sources[sid], tuple(sources[o] for o in cited_wholes if o != sid), thresholds),
                 partial(
                     assess,
                     sentence.claim,
@@ -696,6 +725,7 @@ def align_text(
                     thresholds,
                     [w for other, w in cited_wholes.items() if other != sid],
                     pool[sid],
+                    names,
                 ),
             )
             if sid in views and vector is not None
@@ -705,6 +735,7 @@ def align_text(
             for sid in sentence.ids
         ]
         alignment.citations.append(citations)
+        alignment.claims.append(sentence.claim or sentence.text)
         where = " or ".join(sentence.ids)
         alignment.missing_everywhere.append(
             [
@@ -771,8 +802,16 @@ def assess_sources(
     cache.fill(needed, texts)
     vectors = embedder().encode(claims)
     return [
-        assess(claim, vector, views[src.id], thresholds, [views[o.id].whole for o in group], pool)
-        for claim, vector, pool, (_, src), group in zip(claims, vectors, pools, pairs, others, strict=True)
+        assess(
+            claim,
+            vector,
+            views[src.id],
+            thresholds,
+            [views[o.id].whole for o in group],
+            pool,
+            tuple(lexical.code_names(sentence)),
+        )
+        for claim, vector, pool, (sentence, src), group in zip(claims, vectors, pools, pairs, others, strict=True)
     ]
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from pensieve.article.reference_list import reader_numbers
 from pensieve.config import Settings
 from pensieve.evidence.align import Alignment, SourceText, SourceView, Thresholds, align_text, candidates, view_of
+from pensieve.evidence.elsewhere import recheck
 from pensieve.evidence.segment import cited_sentences
 from pensieve.evidence.store import ALIGNED, VERSION, artifact_entry, readable_evidence, save_entry
 from pensieve.evidence.vectors import VECTORS_DIR, VectorCache, shared_cache
@@ -84,6 +85,8 @@ def align_file(
     # verdicts must not depend on whether its fact_check.md landed during the seconds of work.
     quotes = verified_quotes(project.dir, texts)
     alignment = align_text(name, text, texts, cache, embedder, thresholds(settings), numbers, labels)
+    if recheck(alignment.claims, alignment.citations, texts, cache, thresholds(settings)):
+        alignment.refresh()
     apply_fact_check(alignment, quotes)
     store(project, alignment, settings)
     return alignment

@@ -596,7 +596,17 @@ _IMPLICIT = re.compile(
 
 def negates(text: str) -> bool:
     """Whether a text says no ("not", "never", "cannot", "no longer" ...)."""
-    return _POLARITY.search(text) is not None
+    return _POLARITY.search(_prose(text)) is not None
+
+
+# Code says no words: `None` or `no_std` in backticks, or `None` mid-sentence where the
+# claim text lost its backticks ("map can be mutated in the None arm").
+_CODE_SPAN = re.compile(r"`[^`\n]*`|(?<=[a-z,;] )None\b")
+
+
+def _prose(text: str) -> str:
+    """The text without its inline code, for the words that say no."""
+    return _CODE_SPAN.sub(" ", text) if "`" in text or "None" in text else text
 
 
 # A sentence's clauses: a contrast or a second claim joined by a comma ("X, but not Y",
@@ -811,7 +821,7 @@ def value_conflict(sentence: str, passage: str) -> tuple[str, str]:
 
 def may_negate(text: str) -> bool:
     """Whether a text says no, in so many words or in others."""
-    return negates(text) or _IMPLICIT.search(text) is not None
+    return negates(text) or _IMPLICIT.search(_prose(text)) is not None
 
 
 # How often is no hedge of how sure ("sometimes a feature needs a new keyword"), and "may",
@@ -840,6 +850,18 @@ def without_cues(text: str) -> str:
 # Quotation marks pair in order ("reservation" ... "activated" is two quotations, not one);
 # single quotes are left alone (Rust lifetimes, possessives).
 _QUOTED = re.compile(r"\"([^\"\n]*)\"|\u201c([^\u201c\u201d\n]*)\u201d")
+
+
+# Inline code that names one thing: an identifier, a path, a macro, an attribute, a
+# command ("trait_variant", "debug_assert!", "#[test]", "cargo fix"); not an example.
+_CODE = re.compile(r"`([^`\n]+)`")
+_CODE_NAME = re.compile(r"#?!?\[?[A-Za-z_][\w:!\]\[-]*|[a-z][\w-]* [a-z][\w-]*")
+
+
+def code_names(sentence: str) -> list[str]:
+    """The names the sentence writes as code: a page that never writes one is not about it."""
+    spans = [m.group(1) for m in _CODE.finditer(sentence)]
+    return [s for s in spans if 3 <= len(s) <= 60 and _CODE_NAME.fullmatch(s)]
 
 
 def quotations(sentence: str) -> list[str]:
