@@ -344,9 +344,8 @@ def assess(
     # An absolute the page states anywhere it says this (any passage as close as a supporting
     # one) is the page's, not the writer's.
     close = " ".join(windows[i].text for i in by_sim if sims[i] >= thresholds.supported)
-    stronger = _stronger(claim, quoted, context_text + " " + close, window.text)
-    if stronger:
-        found.add("weak", "stated more strongly than the passage: " + ", ".join(stronger), 0.4)
+    for reason, sure in _overstated(claim, quoted, context_text + " " + close, window.text, score, thresholds):
+        found.add("weak", reason, sure)
     # Its words near the chosen passage, or else near the page's few passages most similar to
     # it (a passage chosen for a number or a quotation may hold few of the words around them).
     if covered < _MIN_COVERAGE and _words_near_closest(claim, windows, by_sim) < _MIN_COVERAGE:
@@ -487,6 +486,25 @@ def _together(
         return None
     hay = _haystack_of(view.windows, near)
     return (best, text, covered) if all(hay.has(f) for f in facts) else None
+
+
+def _overstated(
+    claim: str, quoted: list[str], near: str, rests_on: str, score: float, thresholds: Thresholds
+) -> list[tuple[str, float]]:
+    """Why the sentence says more than the page (reason, how sure): an absolute or a dropped
+    hedge (`_stronger`), or, on a passage that is about it, an absolute over a longer list
+    ("always implement AsyncFn, AsyncFnMut and AsyncFnOnce" against "always implement
+    AsyncFnOnce")."""
+    found = []
+    stronger = _stronger(claim, quoted, near, rests_on)
+    if stronger:
+        found.append(("stated more strongly than the passage: " + ", ".join(stronger), 0.4))
+    named, added = (
+        lexical.widened(*lexical.matching_clauses(claim, rests_on)) if score >= thresholds.supported else ([], [])
+    )
+    if added:
+        found.append((f"the passage says it of {', '.join(named)}, not of {', '.join(added)}", 0.5))
+    return found
 
 
 def _words_near_closest(claim: str, windows: list[Span], by_sim: list[int]) -> float:

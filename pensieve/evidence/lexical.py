@@ -933,6 +933,39 @@ def _page_says(name: str, pattern: re.Pattern[str], scope: set[str], passage: st
     return False
 
 
+# An absolute over a list: "always implement AsyncFn, AsyncFnMut and AsyncFnOnce", "only
+# when desugaring method calls and compound assignments".
+_LIST_ABSOLUTE = re.compile(r"\b(only|always|exclusively|solely)\b", re.I)
+# Where the list ends: a clause of its own ("..., whatever they do", "..., which the RFC calls").
+_LIST_END = re.compile(
+    r"[;:]|,\s+(?:which|whatever|because|so|but|while|although|as|where|when|if|unless|also|and\s+(?:it|they|the|this|that))\b",
+    re.I,
+)
+_LIST_SEPARATOR = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
+_LIST_ITEM_WORDS = 3  # an item of a list names a thing; a longer part is a clause of its own
+
+
+def widened(said: str, clause: str) -> tuple[list[str], list[str]]:
+    """An absolute whose list the sentence makes longer than the page's matching sentence
+    does (clauses already matched, `matching_clauses`): (the items the page's sentence
+    names, those it names none of the words of); ([], []) when none is added."""
+    mine = _LIST_ABSOLUTE.search(said)
+    if mine is None:
+        return [], []
+    theirs = re.search(r"\b" + mine.group(1) + r"\b", clause, re.I)
+    if theirs is None:
+        return [], []
+    items = [p.strip() for p in _LIST_SEPARATOR.split(_LIST_END.split(said[mine.end() :])[0]) if p.strip()]
+    if len(items) < 2:
+        return [], []
+    # Exact words, not stems: `AsyncFnMut` is not `AsyncFnOnce`.
+    after = word_keys(clause[theirs.end() :])
+    words = [{w for w in word_keys(item) if w not in _STOP and len(w) > 2} for item in items]
+    named = [item for item, w in zip(items, words, strict=True) if w and w <= after]
+    added = [item for item, w in zip(items, words, strict=True) if w and not w & after and len(w) <= _LIST_ITEM_WORDS]
+    return (named, added) if named and added else ([], [])
+
+
 def stronger_cues(sentence: str, passage: str, hedged: str | None = None) -> list[str]:
     """Absolutes the sentence uses and the passage does not, and hedges the passage (or
     `hedged`: the one passage it rests on) uses that the sentence drops."""
