@@ -336,8 +336,11 @@ def assess(
     value, other_value = lexical.value_conflict(claim, window.text) if sims[index] >= thresholds.supported else ("", "")
     if other_value and not view.identifiers & lexical.number_keys(value):
         found.add("unsupported", f"the passage gives {other_value}", 0.8)
-    opposite = _opposite(claim, index, windows, sims, thresholds) or _granted_reversed(
-        claim, index, windows, sims, by_sim, thresholds
+    # What the page says otherwise: a count its list does not have, or the opposite.
+    opposite = (
+        _miscounted(claim, view, _around(index, len(windows)) + support)
+        or _opposite(claim, index, windows, sims, thresholds)
+        or _granted_reversed(claim, index, windows, sims, by_sim, thresholds)
     )
     if opposite:
         found.add("unsupported", opposite, 0.7)
@@ -434,6 +437,25 @@ def _unwritten(names: tuple[str, ...], view: SourceView, others: list[lexical.Ha
         for name in names
         if lexical.flat(name) not in view.flat and not any(lexical.flat(name) in lexical.flat(o.text) for o in others)
     ]
+
+
+def _miscounted(claim: str, view: SourceView, near: list[int]) -> str:
+    """ "six major goals" where a passage it rests on introduces them ("The RFC has several
+    major goals:") and the list after it has four: what the page's list counts ('' if the
+    count agrees or no such list is near)."""
+    counts = lexical.counted(claim)
+    if not counts:
+        return ""
+    for i in sorted(set(near)):
+        window = view.windows[i]
+        if not window.text.rstrip().endswith(":"):
+            continue
+        listed = lexical.listed_after(view.source.text, window.end)
+        words = lexical.word_keys(window.text)
+        for number, noun in counts:
+            if listed and listed != number and any(w.startswith(noun[:-1]) for w in words):
+                return f"the passage lists {listed} {noun}, not {number}"
+    return ""
 
 
 def _heading(text: str, start: int) -> str:

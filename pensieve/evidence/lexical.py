@@ -966,6 +966,47 @@ def widened(said: str, clause: str) -> tuple[list[str], list[str]]:
     return (named, added) if named and added else ([], [])
 
 
+# "six major goals", "3 kinds": a count of things a page may list (one qualifier allowed).
+_COUNTED = re.compile(
+    r"(?<!\bor )(?<!\bto )(?<!\bevery )\b(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|[2-9]|1[0-9])"
+    r"\s+(?:[a-z-]+\s+)?([a-z]{3,}s)\b",
+    re.I,
+)
+_DURATIONS = frozenset({"seconds", "minutes", "hours", "days", "weeks", "months", "years", "decades", "times"})
+# A list's items: "1. ...", "2) ...", "- ...", "* ..." at the start of a line.
+_LIST_ITEM = re.compile(r"^([ \t]*)(?:\d{1,2}[.)]|[-*+])[ \t]+\S", re.M)
+
+
+def counted(sentence: str) -> list[tuple[int, str]]:
+    """(how many, of what) for each count the sentence gives of things ("six major goals" ->
+    (6, "goals"))."""
+    found = []
+    for match in _COUNTED.finditer(sentence):
+        word = match.group(1).lower()
+        if match.group(2).lower() in _DURATIONS:
+            continue  # "every two or three years": a span of time, not things a page lists
+        found.append((int(_WORDS[word]) if word in _WORDS else int(word), match.group(2).lower()))
+    return found
+
+
+def listed_after(text: str, end: int) -> int:
+    """How many items the list that starts right after `end` has (its first level only; 0
+    when no list follows): the page's "several major goals:" and its four numbered goals."""
+    rest = text[end : end + 6000]
+    first = _LIST_ITEM.match(rest.lstrip("\n"))
+    if first is None or rest[: len(rest) - len(rest.lstrip("\n"))].count("\n") > 2:
+        return 0
+    indent = first.group(1)
+    count = 0
+    for line in rest.lstrip("\n").splitlines():
+        item = _LIST_ITEM.match(line)
+        if item is not None and item.group(1) == indent:
+            count += 1
+        elif line.strip() and not line.startswith(indent + " ") and not line[:1].isspace() and item is None:
+            break  # a paragraph after the list
+    return count
+
+
 def stronger_cues(sentence: str, passage: str, hedged: str | None = None) -> list[str]:
     """Absolutes the sentence uses and the passage does not, and hedges the passage (or
     `hedged`: the one passage it rests on) uses that the sentence drops."""
