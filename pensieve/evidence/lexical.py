@@ -267,7 +267,7 @@ _STRONG = (
     # emphasis of a negation.
     (
         "all",
-        re.compile(r"\b(?:(?<!\bat )all|every(?!\s+(?:\d+|\w+)\s*-?\s*(?:days?|weeks?|months?|years?)\b))\b", re.I),
+        re.compile(r"\b(?:(?<!\bat )all|everywhere|every(?!\s+(?:\d+|\w+)\s*-?\s*(?:days?|weeks?|months?|years?)\b))\b", re.I),
     ),
     ("never", re.compile(r"\bnever\b", re.I)),
     ("proves", re.compile(r"\b(?:prov(?:e|es|ed|en|ing)|proof|confirm(?:s|ed)?|establish(?:es|ed)?)\b", re.I)),
