@@ -4,14 +4,23 @@ its real RFC page (MiniLM, the corpus in ../shared; skipped with the reason with
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pensieve.config import Settings
 from pensieve.evidence import lexical
-from pensieve.evidence.align import Citation, SourceText, Thresholds, assess_sources
+from pensieve.evidence.align import Citation, SourceText, Thresholds, assess_sources, claim_text_of
+from pensieve.evidence.elsewhere import DOUBTFUL, recheck
+from pensieve.evidence.hooks import align_file
+from pensieve.evidence.store import EVIDENCE_FILE
+from pensieve.evidence.vectors import VectorCache
+from pensieve.project.source_archive import SourceArchive
+from pensieve.project.workspace import Project, open_workspace
 from pensieve.topics.embedder import get_embedder
-from tests.evidence_scoring import corpus_dir, load_real
+from tests.evidence_scoring import corpus_dir, load_real, real_citations
 
 
 # -- no model -------------------------------------------------------------------------------
@@ -217,3 +226,238 @@ def test_what_is_granted_and_what_denied_the_other_way_round_is_a_reversal() -> 
         assert any("granted and denied the other way round" in r for r in found[planted].reasons)
     for genuine in ("nll-g038", "nll2-g028"):
         assert found[genuine].verdict == "supported", (genuine, found[genuine].reasons)
+
+
+# -- code names, a citation another source says more closely, opposite words -----------------
+def test_code_names_are_the_backticked_spans_that_name_one_thing() -> None:
+    """A page that never writes a name the sentence writes as code is not about it: only
+    names (identifiers, paths, macros, attributes, two-word commands) count, not examples."""
+    named = "Run `cargo fix`, then `trait_variant`, `debug_assert!`, `#[test]` and `std::mem::swap` apply."
+    assert lexical.code_names(named) == ["cargo fix", "trait_variant", "debug_assert!", "#[test]", "std::mem::swap"]
+    examples = "Write `foo(x)`, `Vec<T>`, `let x = 1`, `#[derive(Debug)]` or `a`."
+    assert lexical.code_names(examples) == []
+    # A short span between two others is a span of its own: the pairs of backticks after it
+    # still open and close the names (`'t` once paired " then " and lost `poll_next`).
+    assert lexical.code_names("A `Pin` with `'t` then `poll_next` and `'a` or `Waker`.") == [
+        "Pin",
+        "poll_next",
+        "Waker",
+    ]
+
+
+_EDITION_PAGE = """# Editions
+
+## Migration
+
+Code written for the 2015 edition keeps compiling. Moving a crate to the 2018 edition is mostly \
+automatic: a tool rewrites the code that the new edition would reject, such as paths that need \
+the `crate::` prefix.
+
+## Lints
+
+The edition lints warn about code that will break, and each warning comes with a suggested fix.
+"""
+
+
+def test_a_code_name_the_cited_page_never_writes_is_not_found() -> None:
+    """`cargo fix` cited to a page about the migration that never names it: the page is not
+    about the command. The same page naming it, or another source the sentence cites that
+    does, leaves no such finding."""
+    sentence = "Running `cargo fix` rewrites the code the 2018 edition would reject [S1]."
+    silent = SourceText("S1", _EDITION_PAGE)
+    naming = SourceText("S2", _EDITION_PAGE.replace("a tool rewrites", "running `cargo fix --edition` rewrites"))
+    tool = SourceText("S3", "# Cargo\n\nThe `cargo fix` command applies the compiler's suggested fixes to a crate.\n")
+    alone, named, beside = assess_sources(
+        [(sentence, silent), (sentence, naming), (sentence, silent)],
+        get_embedder,
+        Thresholds(),
+        others=[[], [], [tool]],
+    )
+    assert alone.verdict == "unsupported", alone.reasons
+    assert "`cargo fix` not found in S1" in alone.reasons
+    for kept in (named, beside):
+        assert not any("`cargo fix`" in r for r in kept.reasons), kept.reasons
+    assert named.verdict == "supported", named.reasons
+
+
+# The cited page says it loosely ("takes over some of the pending work"), the other closely.
+_RUNTIME_PAGE = """# Scheduling in the runtime
+
+## Threads
+
+The runtime starts one worker thread per core, and each thread runs the tasks assigned to it in \
+turn; a task that yields is run again later.
+
+## Balancing the load
+
+A worker whose own queue of tasks is empty takes over some of the pending work of another \
+worker, which keeps all cores busy.
+
+## Timers
+
+Timers are kept in a hierarchical wheel and fire on the worker that registered them.
+"""
+_STEALING_PAGE = """# Work stealing
+
+## The algorithm
+
+When a worker's local queue is empty, it steals half of the tasks from the queue of another, \
+randomly chosen worker. Stealing takes from the opposite end of the queue to the one its owner \
+uses, so the two rarely contend.
+
+## Costs
+
+A steal costs an atomic operation on the victim's queue, which is why workers first look in the \
+global injection queue.
+"""
+_CHANNELS_PAGE = """# Channels
+
+A bounded channel holds a fixed number of messages; a sender waits while it is full. An unbounded \
+channel never makes a sender wait, at the price of memory.
+"""
+_STEALS = "A worker whose queue is empty steals tasks from another worker chosen at random"
+
+
+def _doubtful_then_rechecked(
+    cites: list[str], among: set[str] | None
+) -> tuple[list[Citation], int, dict[str, tuple[float, float]]]:
+    """The sentence cited to `cites` (of S1 the runtime page, S2 the work-stealing page, S3
+    the channels page), judged as the pipeline judges it, then rechecked against the sources
+    it does not cite (those in `among` when given). Also each cited source's (score, share of
+    the sentence's words in its passage) before the recheck, for the failure messages."""
+    pages = {
+        "S1": SourceText("S1", _RUNTIME_PAGE),
+        "S2": SourceText("S2", _STEALING_PAGE),
+        "S3": SourceText("S3", _CHANNELS_PAGE),
+    }
+    sentence = f"{_STEALS} [{', '.join(cites)}]."
+    cache = VectorCache(None, get_embedder)
+    cited = assess_sources(
+        [(sentence, pages[sid]) for sid in cites],
+        get_embedder,
+        Thresholds(),
+        cache,
+        others=[[pages[o] for o in cites if o != sid] for sid in cites],
+    )
+    claim = claim_text_of(sentence)
+    before = {c.source: (c.score, lexical.coverage(claim, c.passage["text"]) if c.passage else 0.0) for c in cited}
+    lowered = recheck([claim], [cited], pages, cache, Thresholds(), among=None if among is None else [among])
+    return cited, lowered, before
+
+
+def test_a_doubtful_citation_another_source_says_more_closely_is_weak() -> None:
+    """A claim moved to the wrong source: the cited page (S1) says something near it (0.55 to
+    0.75), another source of the project (S2) says it closely and in more of its words."""
+    (runtime,), lowered, before = _doubtful_then_rechecked(["S1"], None)
+    assert runtime.score < DOUBTFUL, before
+    assert lowered == 1, before
+    assert runtime.verdict == "weak", (runtime.reasons, before)
+    assert any(
+        r.startswith("S2 says it more closely (") and r.endswith(f"against {runtime.score:.2f}): is S1 the source?")
+        for r in runtime.reasons
+    ), runtime.reasons
+
+
+def test_a_doubtful_citation_is_compared_only_with_sources_it_may_have_come_from() -> None:
+    """Not lowered when the closer source is not among the sources the writer had (`among`),
+    nor when the sentence cites it too (it then rests on both)."""
+    (runtime,), lowered, before = _doubtful_then_rechecked(["S1"], {"S3"})
+    assert lowered == 0 and runtime.verdict == "supported", (runtime.reasons, before)
+    both, lowered, before = _doubtful_then_rechecked(["S1", "S2"], None)
+    assert lowered == 0, before
+    assert [c.verdict for c in both] == ["supported", "supported"], [c.reasons for c in both]
+    assert not any("more closely" in r for c in both for r in c.reasons)
+
+
+def test_the_check_of_a_draft_reports_a_source_another_archived_one_says_more_closely(tmp_path: Path) -> None:
+    """Through the pipeline (`align_file`): a draft sentence cited to S1 only, with the source
+    that says it closely only in the project's archive, is stored as weak with the reason."""
+    project = Project(open_workspace(tmp_path, "default"), "p")
+    project.dir.mkdir(parents=True)
+    archive = SourceArchive(project.dir)
+    for slug, page in (("runtime", _RUNTIME_PAGE), ("stealing", _STEALING_PAGE)):
+        url = f"https://docs.example/{slug}"
+        archive.add(
+            url=url,
+            final_url=url,
+            title=page.splitlines()[0][2:],
+            content_type="text/plain",
+            body=page.encode(),
+            text=page,
+        )
+    (project.dir / "draft_v1.md").write_text(f"# Schedulers\n\n{_STEALS} [S1].\n")
+    align_file(project, "draft_v1.md", Settings(), get_embedder)
+    (sentence,) = json.loads((project.dir / EVIDENCE_FILE).read_text())["artifacts"]["draft_v1.md"]["sentences"]
+    (citation,) = sentence["citations"]
+    assert citation["source"] == "S1" and citation["verdict"] == sentence["verdict"] == "weak", citation
+    assert any(r.startswith("S2 says it more closely") and r.endswith("is S1 the source?") for r in citation["reasons"])
+
+
+_AWKWARD = (
+    'We currently construct a CFG that lives "on top" of the AST, which allows the borrow checking code'
+    " to be flow sensitive, but it is awkward to work with."
+)
+_NLL_PAGE = f"""# Non-lexical lifetimes
+
+## Motivation
+
+The current borrow checker reasons about lifetimes as lexical scopes. This rejects many programs \
+that are in fact safe, which is a constant source of confusion for new users.
+
+## Detailed design
+
+{_AWKWARD} This RFC proposes to move the borrow checker onto MIR instead.
+
+## Drawbacks
+
+Error messages will have to be rewritten, since they currently point at scopes rather than at \
+the points where a borrow is used.
+"""
+
+
+def test_an_opposite_word_needs_fewer_of_the_sentences_words_in_the_passage() -> None:
+    """A pair of opposites (easy / awkward) is itself evidence that sentence and passage are
+    about the same thing: "easy to work with" against "awkward to work with" is found with 40%
+    of the sentence's words in the passage's sentence (here 3 of 7), not 50%; the sentence
+    that says "awkward" stays supported."""
+    turned = 'The old borrow checker used a graph built "on top" of the AST, which was easy to work with.'
+    kept = turned.replace("easy", "awkward")
+    share = lexical.coverage(lexical.without_cues(turned), _AWKWARD)
+    assert 0.4 <= share < 0.5, share
+    page = SourceText("S1", _NLL_PAGE)
+    easy, awkward = assess_sources([(turned, page), (kept, page)], get_embedder, Thresholds())
+    assert easy.verdict == "unsupported", easy.reasons
+    assert any("awkward, not easy" in r for r in easy.reasons), easy.reasons
+    assert awkward.verdict == "supported", awkward.reasons
+
+
+def test_a_planted_copy_of_a_genuine_sentence_does_not_co_cite_its_source(tmp_path: Path) -> None:
+    """The real set's "wrong source" rows keep a genuine row's words and cite another page:
+    a sentence of its own, so the genuine row's page does not support the planted row's
+    `poll_next`."""
+    (tmp_path / "streams.md").write_text(
+        "# Streams\n\nA stream yields its items one at a time through the `poll_next` method, which "
+        "returns `Poll::Ready(None)` once the stream is exhausted.\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "futures.md").write_text(
+        "# Futures\n\nA future is driven to completion by an executor, which calls its `poll` method "
+        "until it returns `Poll::Ready` with the value.\n",
+        encoding="utf-8",
+    )
+    sentence = "A stream yields its items through the `poll_next` method [1]."
+    rows: list[dict[str, Any]] = [
+        {"article": "a", "sentence": sentence, "source": "streams.md", "kind": "genuine", "label": "supported"},
+        {"article": "a", "sentence": sentence, "source": "futures.md", "kind": "wrong_source", "label": "unsupported"},
+        {
+            "article": "a",
+            "sentence": "An executor polls a future until it is ready [2].",
+            "source": "futures.md",
+            "kind": "genuine",
+            "label": "supported",
+        },
+    ]
+    genuine, planted, other = real_citations(rows, tmp_path)
+    assert planted.source == "S1" and planted.verdict == "unsupported", planted.reasons  # S1: futures.md
+    assert "`poll_next` not found in S1" in planted.reasons, planted.reasons
+    assert genuine.verdict == other.verdict == "supported", (genuine.reasons, other.reasons)
