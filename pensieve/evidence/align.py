@@ -324,8 +324,7 @@ def assess(
         and not rests_on.has(f)
     ]
     _fact_findings(found, missing + borrowed, view, others or [], window)
-    for name in _unwritten(names, view, others or []):
-        found.add("unsupported", f"`{name}` not found in {source.id}", 0.7)
+    _name_findings(found, claim, names, view, others or [])
     # A quotation another cited source of the sentence holds is that source's to support.
     misquoted = [q for q in misquoted if not any(lexical.flat(q) in lexical.flat(o.text) for o in others or [])]
     for quote in misquoted:
@@ -428,15 +427,21 @@ def _fact_findings(
             found.add("unsupported", f"{fact.surface} not found in {sid}", 0.7)
 
 
-def _unwritten(names: tuple[str, ...], view: SourceView, others: list[lexical.Haystack]) -> list[str]:
-    """The names written as code that the page never writes (nor another source the sentence
-    cites): the claim is about something this page does not mention (`cargo fix` cited to a
-    page that never names it; on the real set no genuine sentence's)."""
-    return [
-        name
-        for name in names
-        if lexical.flat(name) not in view.flat and not any(lexical.flat(name) in lexical.flat(o.text) for o in others)
-    ]
+def _name_findings(
+    found: _Findings, claim: str, names: tuple[str, ...], view: SourceView, others: list[lexical.Haystack]
+) -> None:
+    """What the sentence names that the page never names so, unless another source the
+    sentence cites does: a name written as code (`cargo fix` cited to a page that never writes
+    it), a thing named by its year ("the 2016 roadmap" where the page is "the 2017 Rust
+    Roadmap"). On the real set neither fires on a genuine sentence."""
+    sid = view.source.id
+    elsewhere = [lexical.flat(o.text) for o in others]
+    for name in names:
+        if lexical.flat(name) not in view.flat and not any(lexical.flat(name) in text for text in elsewhere):
+            found.add("unsupported", f"`{name}` not found in {sid}", 0.7)
+    ours, theirs = lexical.year_named_otherwise(claim, view.flat)
+    if theirs and not any(ours in text for text in elsewhere):
+        found.add("unsupported", f'{sid} says "{theirs}", not "{ours}"', 0.8)
 
 
 def _miscounted(claim: str, view: SourceView, near: list[int]) -> str:

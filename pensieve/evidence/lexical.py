@@ -267,7 +267,9 @@ _STRONG = (
     # emphasis of a negation.
     (
         "all",
-        re.compile(r"\b(?:(?<!\bat )all|everywhere|every(?!\s+(?:\d+|\w+)\s*-?\s*(?:days?|weeks?|months?|years?)\b))\b", re.I),
+        re.compile(
+            r"\b(?:(?<!\bat )all|everywhere|every(?!\s+(?:\d+|\w+)\s*-?\s*(?:days?|weeks?|months?|years?)\b))\b", re.I
+        ),
     ),
     ("never", re.compile(r"\bnever\b", re.I)),
     ("proves", re.compile(r"\b(?:prov(?:e|es|ed|en|ing)|proof|confirm(?:s|ed)?|establish(?:es|ed)?)\b", re.I)),
@@ -1005,6 +1007,28 @@ def listed_after(text: str, end: int) -> int:
         elif line.strip() and not line.startswith(indent + " ") and not line[:1].isspace() and item is None:
             break  # a paragraph after the list
     return count
+
+
+# A year (or a four-digit number) naming a thing: "the 2016 roadmap", "Rust 2021 and later
+# editions", "the RFC 2052 approach"; the thing is the next word or the one after it.
+_YEAR_NOUN = re.compile(r"\b((?:19|20)\d\d)\s+([A-Za-z]{4,})(?:\s+([A-Za-z]{4,}))?")
+
+
+def year_named_otherwise(sentence: str, flat_page: str) -> tuple[str, str]:
+    """ "the 2016 roadmap" where the page (`flat` text) never writes that but writes "the
+    2017 Rust Roadmap": (the sentence's words, the page's); ("", "") when none."""
+    for match in _YEAR_NOUN.finditer(sentence):
+        year = match.group(1)
+        for noun in (g.lower() for g in match.groups()[1:] if g):
+            if noun in _STOP:
+                continue
+            stem = re.escape(noun[: max(4, len(noun) - 2)])
+            if re.search(rf"\b{year}\s+(?:\w+\s+)?{stem}|\b{stem}\w*\s+(?:of\s+)?{year}\b", flat_page):
+                continue
+            other = re.search(rf"\b((?:19|20)\d\d)\s+(?:\w+\s+)?{stem}\w*", flat_page)
+            if other is not None and other.group(1) != year:
+                return f"{year} {noun}", other.group(0)
+    return "", ""
 
 
 def stronger_cues(sentence: str, passage: str, hedged: str | None = None) -> list[str]:
