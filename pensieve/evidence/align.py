@@ -175,7 +175,13 @@ def _view_of(source: SourceText, windows: list[Span], vectors: npt.NDArray[np.fl
     idf = {stem: math.log(1 + len(windows) / n) for stem, n in counts.items()}
     whole = source_haystack(source, windows)
     known = lexical.Haystack.of(source.meta + "\n" + header_text(source.text))
-    identifiers = lexical.number_keys(source.meta + "\n" + header_lines(source.text))
+    # A day or month of its dates ("Start Date: 2017-08-02" holds 2 and 8) identifies nothing:
+    # "case #2" is no identifier of the page.
+    identifiers = {
+        k
+        for k in lexical.number_keys(source.meta + "\n" + header_lines(source.text))
+        if not (k.isdigit() and len(k) < 3)
+    }
     own = lexical.Haystack.of(source.meta + "\n" + header_lines(source.text) + "\n" + source.text[:_TITLE_CHARS])
     return SourceView(source, windows, vectors, whole, known, lexical.flat(source.text), idf, stems, identifiers, own)
 
@@ -332,7 +338,15 @@ def assess(
     # "Rust 2021" where the passage the sentence rests on says "Rust 2024" (2021 being
     # elsewhere in the page): the value the passage gives for the same thing differs. The
     # source's own identifiers are its own: never compared.
-    value, other_value = lexical.value_conflict(claim, window.text) if sims[index] >= thresholds.supported else ("", "")
+    # The section's heading numbers what its passages are about ("Problem case #1: ..."), and
+    # "the second problem case" is case #2.
+    value, other_value = (
+        lexical.value_conflict(
+            lexical.ordinals_as_numbers(claim), window.text + "\n" + _heading(source.text, window.start)
+        )
+        if sims[index] >= thresholds.supported
+        else ("", "")
+    )
     if other_value and not view.identifiers & lexical.number_keys(value):
         found.add("unsupported", f"the passage gives {other_value}", 0.8)
     # What the page says otherwise: a count its list does not have, or the opposite.

@@ -805,6 +805,16 @@ def _as_written(text: str, label: str, value: str) -> str:
     return match.group(0) if match else f"{label} {value}"
 
 
+_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8}
+# "the second problem case" is "problem case #2": a label a heading or a passage numbers.
+_ORDINAL_LABEL = re.compile(r"\b(" + "|".join(_ORDINALS) + r")\s+((?:[a-z]+\s+)?)([a-z]{3,})\b", re.I)
+
+
+def ordinals_as_numbers(text: str) -> str:
+    """The text with "the second problem case" written "the problem case #2"."""
+    return _ORDINAL_LABEL.sub(lambda m: f"{m.group(2)}{m.group(3)} #{_ORDINALS[m.group(1).lower()]}", text)
+
+
 def value_conflict(sentence: str, passage: str) -> tuple[str, str]:
     """A labelled value the sentence gives where the passage gives the same label another
     value and never this one ("Rust 2021" against "In Rust 2024 and later editions"): the
