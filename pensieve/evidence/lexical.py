@@ -262,7 +262,7 @@ _DOWN = re.compile(
 )
 # A claim stated more strongly than its source: absolutes in the sentence...
 _STRONG = (
-    ("always", re.compile(r"\b(?:always|invariably|in every case|without exception)\b", re.I)),
+    ("always", re.compile(r"\b(?:always|whenever|invariably|in every case|without exception)\b", re.I)),
     # "each method returns ..." distributes, it claims no universality; "not ... at all" is
     # emphasis of a negation.
     (
