@@ -617,6 +617,7 @@ def _opposite(claim: str, index: int, windows: list[Span], sims: dict[int, float
     # Another passage of the source that says the sentence as fully, with its polarity:
     # the page says both (or the chosen one was about something else).
     said = lexical.coverage(subject, windows[index].text)
+    negated = lexical.negates(claim)
     agreeing = [
         i
         for i, sim in sims.items()
@@ -624,6 +625,8 @@ def _opposite(claim: str, index: int, windows: list[Span], sims: dict[int, float
         and sim >= max(thresholds.weak, sims[index] - _AS_CLOSE)
         and lexical.coverage(subject, windows[i].text) >= max(_SAME_SUBJECT, said)
         and not differs(windows[i].text)
+        # "returns a future without evaluating any of the body" says no too, in other words.
+        and (negated or not lexical.may_negate(windows[i].text))
     ]
     return "" if agreeing else found
 

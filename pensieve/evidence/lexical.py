@@ -583,7 +583,9 @@ def negated(text: str) -> bool:
 # "none", "without" and "nothing" mostly describe ("a crate that declares none", "without
 # breaking code") and counted as reversals in 11 of 11 findings on real writing.
 _POLARITY = re.compile(
-    r"\b(?:not|never|cannot|no\s+longer|neither|nor|fails?\s+to|failed\s+to|no)\b|n['\u2019]t\b", re.I
+    r"\b(?:not|never|cannot|no\s+longer|neither|nor|fails?\s+to|failed\s+to|no|nothing\s+(?:in|of|inside|within))\b"
+    r"|n['\u2019]t\b",
+    re.I,
 )
 # Saying no in other words: a paraphrase of "there is no way to" writes "cannot", one of
 # "it is impossible to bind anything but" writes "only". A text that says no this way is
