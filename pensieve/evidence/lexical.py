@@ -275,7 +275,8 @@ _STRONG = (
     ("proves", re.compile(r"\b(?:prov(?:e|es|ed|en|ing)|proof|confirm(?:s|ed)?|establish(?:es|ed)?)\b", re.I)),
     ("guarantees", re.compile(r"\b(?:guarantee\w*|ensur\w*|certain(?:ly)?|definitely|undoubtedly)\b", re.I)),
     ("eliminates", re.compile(r"\b(?:eliminat\w*|entirely|completely|fully|totally|solves?|solved)\b", re.I)),
-    ("only", re.compile(r"\b(?:only|sole(?:ly)?|exclusively)\b", re.I)),
+    # "only part of it", "only a future possibility": a diminisher, not an exclusive claim.
+    ("only", re.compile(r"\b(?:only(?!\s+(?:a|an|part|partly|partially|some)\b)|sole(?:ly)?|exclusively)\b", re.I)),
     # "first" only as a claim to be first ("the first to", "world's first"), not as an ordinal.
     (
         "best",
