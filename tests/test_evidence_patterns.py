@@ -461,3 +461,228 @@ def test_a_planted_copy_of_a_genuine_sentence_does_not_co_cite_its_source(tmp_pa
     assert planted.source == "S1" and planted.verdict == "unsupported", planted.reasons  # S1: futures.md
     assert "`poll_next` not found in S1" in planted.reasons, planted.reasons
     assert genuine.verdict == other.verdict == "supported", (genuine.reasons, other.reasons)
+
+
+# -- an absolute over a longer list, a count the page's list does not have, "everywhere" -----
+_ASYNC_ONCE = "Similarly to regular closures, async closures always implement `AsyncFnOnce`."
+_ASYNC_CLOSURES_PAGE = f"""# Async closures
+
+## Motivation
+
+Async closures are closures that return a future. Before this RFC, users wrote a closure that \
+returns an async block, which cannot borrow from the closure's own captures.
+
+## The async closure traits
+
+This RFC introduces three new traits, `AsyncFn`, `AsyncFnMut` and `AsyncFnOnce`, which mirror the \
+`Fn` family of traits. {_ASYNC_ONCE} They also implement `AsyncFnMut` if they do not move any of \
+their captures out of the closure.
+
+## Drawbacks
+
+The new traits add to the language's surface, and users must learn when to name each of them.
+"""
+_ASYNC_ALL_THREE = (
+    "Async closures always implement `AsyncFn`, `AsyncFnMut` and `AsyncFnOnce`, whatever they do with their captures."
+)
+_ASYNC_ALSO = "Async closures always implement `AsyncFnOnce`, also `AsyncFnMut` if they move none of their captures."
+_TWO_PHASE = (
+    "Two-phase borrows in this RFC are only used when desugaring method calls; this is intended as a conservative step."
+)
+_TWO_PHASE_PAGE = f"""# Two-phase borrows
+
+## Summary
+
+A two-phase borrow is a mutable borrow that starts out as a shared reservation and is activated \
+later, when it is first used. This makes `vec.push(vec.len())` compile.
+
+## Limits
+
+{_TWO_PHASE} Later RFCs may extend them to other places.
+
+## Drawbacks
+
+The borrow checker becomes harder to explain, since a borrow now has two phases.
+"""
+_TWO_PHASE_WIDER = "Two-phase borrows are used only when desugaring method calls and compound assignments such as `+=`."
+
+
+def test_an_absolute_whose_list_the_sentence_makes_longer_is_widened() -> None:
+    """The page's "always implement `AsyncFnOnce`" and the sentence's "always implement
+    `AsyncFn`, `AsyncFnMut` and `AsyncFnOnce`": the absolute is the page's, the list it is
+    about is not. The list ends where a clause of its own starts (", whatever ...", ", also
+    ..."), so a second claim after it is no item; the page's own list restated adds none."""
+    assert lexical.widened(_ASYNC_ALL_THREE, _ASYNC_ONCE) == (["`AsyncFnOnce`"], ["`AsyncFnMut`"])
+    named, added = lexical.widened(_TWO_PHASE_WIDER, _TWO_PHASE)
+    assert named == ["when desugaring method calls"], (named, added)
+    assert len(added) == 1 and added[0].startswith("compound assignments such as `+=`"), added
+    assert lexical.widened("Async closures always implement `AsyncFnOnce`.", _ASYNC_ONCE) == ([], [])
+    assert lexical.widened(_ASYNC_ALSO, _ASYNC_ONCE) == ([], [])
+    # No "and" / "or": a comparison after the absolute, not a list.
+    assert lexical.widened("Async closures always implement `AsyncFnOnce`, like regular closures.", _ASYNC_ONCE) == (
+        [],
+        [],
+    )
+    assert lexical.widened("Async closures always implement `AsyncFnOnce`, also `AsyncFnMut`.", _ASYNC_ONCE) == ([], [])
+    # A longer part is a claim of its own, not an item: the page may say it elsewhere.
+    second_claim = (
+        "Async closures always implement `AsyncFnOnce` and can borrow from their own captures by shared reference."
+    )
+    assert lexical.widened(second_claim, _ASYNC_ONCE) == ([], [])
+    # The page states no absolute: a longer list is no absolute widened.
+    assert lexical.widened(_ASYNC_ALL_THREE, "Async closures implement `AsyncFnOnce`.") == ([], [])
+
+
+def test_an_absolute_over_a_longer_list_than_the_pages_is_weak() -> None:
+    """ "always implement AsyncFn, AsyncFnMut and AsyncFnOnce" against a page that says it of
+    AsyncFnOnce alone is weak, though the page says "always" too; the page's own list, and
+    AsyncFnMut as a second claim the page makes in a sentence of its own, stay supported."""
+    page = SourceText("S1", _ASYNC_CLOSURES_PAGE)
+    restated = "Like regular closures, async closures always implement `AsyncFnOnce`."
+    widened, kept, also = assess_sources(
+        [(_ASYNC_ALL_THREE, page), (restated, page), (_ASYNC_ALSO, page)], get_embedder, Thresholds()
+    )
+    assert widened.verdict == "weak", widened.reasons
+    assert "the passage says it of AsyncFnOnce, not of AsyncFnMut" in widened.reasons, widened.reasons
+    for genuine in (kept, also):
+        assert genuine.verdict == "supported", genuine.reasons
+        assert not any("the passage says it of" in r for r in genuine.reasons), genuine.reasons
+
+
+def test_only_over_a_longer_list_than_the_pages_is_weak() -> None:
+    """Two-phase borrows "used only when desugaring method calls and compound assignments" against
+    "only used when desugaring method calls" is weak; the page's own restriction is supported."""
+    page = SourceText("S1", _TWO_PHASE_PAGE)
+    wider, kept = assess_sources(
+        [(_TWO_PHASE_WIDER, page), ("Two-phase borrows are used only when desugaring method calls.", page)],
+        get_embedder,
+        Thresholds(),
+    )
+    assert wider.verdict == "weak", wider.reasons
+    assert any(
+        r.startswith("the passage says it of when desugaring method calls, not of compound assignments")
+        for r in wider.reasons
+    ), wider.reasons
+    assert kept.verdict == "supported", kept.reasons
+
+
+def test_a_count_is_of_things_not_of_time() -> None:
+    """ "six major goals" is a count a page's list can contradict; "every two or three years",
+    "three years", "one or two goals", "two to three goals" and "every two goals" are no count
+    of things the page lists."""
+    assert lexical.counted("The RFC lists six major goals for the overflow design.") == [(6, "goals")]
+    assert lexical.counted("It adds 3 kinds of locks and twelve new lints.") == [(3, "kinds"), (12, "lints")]
+    for none in (
+        "A new edition ships every two or three years.",
+        "The migration took three years.",
+        "It names one or two goals.",
+        "It names two to three goals.",
+        "It checks every two goals.",
+    ):
+        assert lexical.counted(none) == [], none
+
+
+def test_the_list_after_a_passage_is_counted_on_its_first_level() -> None:
+    """The items of the list right after "several major goals:", not its nested sub-items nor
+    a paragraph after it; no list right after, no count."""
+    text = (
+        "The RFC has several major goals:\n\n"
+        "- Overflow is an error:\n"
+        "  - in debug builds, by a panic;\n"
+        "  - in tests, by the same panic.\n"
+        "- Release builds keep their speed.\n"
+        "- Wrapping is asked for with methods such as:\n"
+        "  - `wrapping_add`;\n"
+        "  - `wrapping_mul`.\n"
+        "- Correct programs keep compiling.\n\n"
+        "The goals were agreed on in 2014.\n\n"
+        "- A list further on.\n"
+    )
+    end = text.index(":") + 1
+    assert lexical.listed_after(text, end) == 4
+    assert lexical.listed_after("The RFC has several major goals.\n\nIt was accepted.\n\n- one\n- two\n", 31) == 0
+
+
+_OVERFLOW_PAGE = """# Integer overflow
+
+## Summary
+
+Change the semantics of the built-in fixed-size integer types from wrapping around on overflow to \
+panicking in debug builds, with explicit methods for wrapping arithmetic.
+
+## Goals
+
+The RFC has several major goals:
+
+1. Overflow is an error that the programmer should be told about.
+2. Release builds keep their speed: no check is required where it would cost.
+3. Code that wants wrapping arithmetic says so, with methods such as `wrapping_add`.
+4. The change must not break the programs that are correct today.
+
+## Drawbacks
+
+Debug builds become slower, since every arithmetic operation on integers carries a check: the six \
+crates measured ran up to twice as long.
+"""
+
+
+def test_a_count_the_pages_list_does_not_have_is_unsupported() -> None:
+    """ "six major goals" against "The RFC has several major goals:" and a list of four: the
+    page gives the goals and their number otherwise (its "six" is about crates measured, so
+    only the list says no); "four major goals" is supported."""
+    page = SourceText("S1", _OVERFLOW_PAGE)
+    six, four = assess_sources(
+        [
+            ("The RFC lists six major goals for the overflow design.", page),
+            ("The RFC lists four major goals for the overflow design.", page),
+        ],
+        get_embedder,
+        Thresholds(),
+    )
+    assert six.verdict == "unsupported", six.reasons
+    assert "the passage lists 4 goals, not 6" in six.reasons, six.reasons
+    assert four.verdict == "supported", four.reasons
+
+
+def test_everywhere_is_an_absolute_unless_approximated() -> None:
+    """ "everywhere" claims as much as "every" (it was missed: "every" before "where" is no
+    word); "almost everywhere" claims no absolute, nor does a page's own "everywhere"."""
+    passage = "The 2018 edition requires the `dyn` keyword for trait objects in function signatures."
+    everywhere = "The 2018 edition requires the `dyn` keyword for trait objects everywhere."
+    assert lexical.stronger_cues(everywhere, passage) == ['"everywhere"']
+    assert lexical.stronger_cues(everywhere.replace("everywhere", "almost everywhere"), passage) == []
+    assert lexical.stronger_cues(everywhere, "The `dyn` keyword is required for trait objects everywhere.") == []
+
+
+_DYN_PAGE = """# Trait objects in the 2018 edition
+
+## Summary
+
+Trait objects get a keyword of their own, so that a reader can tell them from traits at a glance.
+
+## The `dyn` keyword
+
+The 2018 edition requires the `dyn` keyword for trait objects in function signatures. A bare \
+trait name there is an error, and `cargo fix` rewrites it.
+
+## Drawbacks
+
+Old code keeps compiling in the 2015 edition only, and tutorials written before the change show \
+the bare form.
+"""
+
+
+def test_everywhere_said_of_what_the_page_says_of_one_place_is_weak() -> None:
+    """The page requires `dyn` in function signatures; the sentence requires it everywhere."""
+    page = SourceText("S1", _DYN_PAGE)
+    everywhere, there = assess_sources(
+        [
+            ("The 2018 edition requires the `dyn` keyword for trait objects everywhere.", page),
+            ("The 2018 edition requires the `dyn` keyword for trait objects in function signatures.", page),
+        ],
+        get_embedder,
+        Thresholds(),
+    )
+    assert everywhere.verdict == "weak", everywhere.reasons
+    assert 'stated more strongly than the passage: "everywhere"' in everywhere.reasons, everywhere.reasons
+    assert there.verdict == "supported", there.reasons

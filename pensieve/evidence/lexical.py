@@ -970,7 +970,13 @@ def widened(said: str, clause: str) -> tuple[list[str], list[str]]:
     theirs = re.search(r"\b" + mine.group(1) + r"\b", clause, re.I)
     if theirs is None:
         return [], []
-    items = [p.strip() for p in _LIST_SEPARATOR.split(_LIST_END.split(said[mine.end() :])[0]) if p.strip()]
+    listed = _LIST_END.split(said[mine.end() :])[0]
+    # A list ends with its "and" / "or" item: ", like regular closures" after it is no item.
+    last = [m for m in re.finditer(r"\s(?:and|or)\s", listed)]
+    if not last:
+        return [], []
+    end = listed.find(",", last[-1].end())
+    items = [p.strip() for p in _LIST_SEPARATOR.split(listed if end == -1 else listed[:end]) if p.strip()]
     if len(items) < 2:
         return [], []
     # Exact words, not stems: `AsyncFnMut` is not `AsyncFnOnce`.
