@@ -617,13 +617,20 @@ def _opposite(claim: str, index: int, windows: list[Span], sims: dict[int, float
     # Another passage of the source that says the sentence as fully, with its polarity:
     # the page says both (or the chosen one was about something else).
     said = lexical.coverage(subject, windows[index].text)
+    # ... or says the clause the chosen passage contradicts as fully ("a closure cannot return
+    # a future that borrows": the page's "closures cannot return futures that borrow").
+    part = lexical.without_cues(lexical.matching_clauses(claim, windows[index].text)[0])
+    part_said = lexical.coverage(part, windows[index].text)
     negated = lexical.negates(claim)
     agreeing = [
         i
         for i, sim in sims.items()
         if i != index
         and sim >= max(thresholds.weak, sims[index] - _AS_CLOSE)
-        and lexical.coverage(subject, windows[i].text) >= max(_SAME_SUBJECT, said)
+        and (
+            lexical.coverage(subject, windows[i].text) >= max(_SAME_SUBJECT, said)
+            or lexical.coverage(part, windows[i].text) >= max(_SAME_SUBJECT, part_said)
+        )
         and not differs(windows[i].text)
         # "returns a future without evaluating any of the body" says no too, in other words.
         and (negated or not lexical.may_negate(windows[i].text))
