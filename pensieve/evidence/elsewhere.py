@@ -5,9 +5,10 @@ checking the cited page alone finds something near it and lets it pass.
 
 Looked at only where it can change a verdict, so a check embeds a few windows more, not the
 whole archive: a supported citation scoring below DOUBTFUL, against the LOOK_AT other sources
-sharing the sentence's rarest words most, each through its WINDOWS best windows by those words.
-Measured on the real set (docs/evidence.md): 3 of the 5 wrong sources missed before, no genuine
-sentence flagged.
+whose best window shares the sentence's rarest words most, through the windows the alignment
+would embed for a citation of them (`candidates`). Measured on the real set (docs/evidence.md):
+2 wrong sources caught that nothing else catches, no genuine sentence flagged; the right source
+was the first by words both times (LOOK_AT 2 leaves room for a page that words it otherwise).
 """
 
 from __future__ import annotations
@@ -27,12 +28,11 @@ from pensieve.evidence.align import (
 )
 from pensieve.evidence.vectors import VectorCache
 
-DOUBTFUL = 0.75  # a supported citation scoring below this may be the wrong source
+DOUBTFUL = 0.70  # a supported citation scoring below this may be the wrong source
 CLEAR = 0.80  # the other source's passage scores at least this ...
 CLOSER = 0.12  # ... and this much more than the cited one ...
 MORE_WORDS = 0.15  # ... and holds this share more of the sentence's words
-LOOK_AT = 3
-WINDOWS = 6
+LOOK_AT = 2
 
 
 def recheck(
@@ -86,7 +86,7 @@ def _doubtful(citation: Citation) -> bool:
 
 def _closest_by_words(claim: str, views: list[SourceView]) -> list[tuple[str, list[int]]]:
     """The LOOK_AT sources whose best window shares the claim's rarest words most (by each
-    source's own rarity), with their WINDOWS best windows."""
+    source's own rarity), with the windows a citation of them would be weighed on."""
     ranked: list[tuple[float, SourceView]] = []
     for view in views:
         scores = rare_word_scores(claim, view)
