@@ -686,3 +686,288 @@ def test_everywhere_said_of_what_the_page_says_of_one_place_is_weak() -> None:
     assert everywhere.verdict == "weak", everywhere.reasons
     assert 'stated more strongly than the passage: "everywhere"' in everywhere.reasons, everywhere.reasons
     assert there.verdict == "supported", there.reasons
+
+
+# -- a year the page names a thing by otherwise, "the second problem case", "nothing in", ------
+# -- a contradicted clause the page says elsewhere, "whenever", "only a" ---------------------
+_ROADMAP_PAGE = """# Roadmap for the year
+
+- Start Date: 2016-10-04
+- RFC PR: rust-lang/rfcs#1774
+
+## Summary
+
+This RFC proposes the *2017 Rust Roadmap*, in accordance with RFC 1728. The goal of the roadmap is \
+to lay out a vision for where the Rust project should be in a year's time.
+
+## Motivation
+
+The roadmap sets out a handful of goals for the year, each with a clear owner, and the teams \
+report progress on them every quarter.
+
+## Drawbacks
+
+A roadmap can become stale quickly, and goals set early in the year may not fit its end.
+"""
+_ROADMAP_2016 = "The 2016 roadmap laid out a vision for where the Rust project should be in a year's time."
+_EDITIONS_PAGE = """# Editions
+
+## Summary
+
+Code written for the 2021 edition keeps compiling. The 2024 edition changes how `impl Trait` in \
+return position captures lifetimes: it captures all of them.
+"""
+
+
+def test_a_year_the_page_names_a_thing_by_otherwise_is_found() -> None:
+    """ "the 2016 roadmap" where the page writes "the 2017 Rust Roadmap" (a word between year
+    and thing) and never "2016 roadmap"; a page writing the thing with the sentence's year too
+    ("2021 edition" beside "2024 edition") names it so, whichever of its years the sentence uses."""
+    roadmap = lexical.flat(_ROADMAP_PAGE)
+    assert lexical.year_named_otherwise(_ROADMAP_2016, roadmap) == ("2016 roadmap", "2017 rust roadmap")
+    assert lexical.year_named_otherwise(_ROADMAP_2016.replace("2016", "2017"), roadmap) == ("", "")
+    editions = lexical.flat(_EDITIONS_PAGE)
+    for year in ("2021", "2024"):
+        assert lexical.year_named_otherwise(f"In the {year} edition, code keeps compiling.", editions) == ("", "")
+
+
+def test_a_thing_named_by_another_year_than_the_pages_is_unsupported() -> None:
+    """The page's header has 2016 (its start date), so without the year rule "the 2016 roadmap"
+    passes as supported: every number of it is on the page. "the 2017 roadmap" is supported, and
+    "2016 roadmap" is no finding when another source the sentence cites writes it; "the 2024
+    edition" against a page with both editions is supported."""
+    page = SourceText("S1", _ROADMAP_PAGE)
+    looking_back = SourceText(
+        "S2", "# Looking back\n\nThe 2016 roadmap was the first the project wrote, and it set few goals.\n"
+    )
+    editions = SourceText("S3", _EDITIONS_PAGE)
+    wrong, right, beside, edition = assess_sources(
+        [
+            (_ROADMAP_2016, page),
+            (_ROADMAP_2016.replace("2016", "2017"), page),
+            (_ROADMAP_2016, page),
+            ("In the 2024 edition, `impl Trait` in return position captures all lifetimes.", editions),
+        ],
+        get_embedder,
+        Thresholds(),
+        others=[[], [], [looking_back], []],
+    )
+    assert wrong.verdict == "unsupported", wrong.reasons
+    assert wrong.reasons == ['S1 says "2017 rust roadmap", not "2016 roadmap"'], wrong.reasons
+    for kept in (right, beside, edition):
+        assert kept.verdict == "supported", kept.reasons
+        assert not any(" says " in r for r in kept.reasons), kept.reasons
+
+
+def test_an_ordinal_before_a_label_is_written_as_its_number() -> None:
+    """ "the second problem case" is "problem case #2", a value `value_conflict` compares with
+    the "Problem case #1" of a heading; "first-class" is no ordinal."""
+    assert lexical.ordinals_as_numbers("In the RFC's second problem case, it fails.") == (
+        "In the RFC's problem case #2, it fails."
+    )
+    assert lexical.ordinals_as_numbers("The third alternative.") == "The alternative #3."
+    assert lexical.ordinals_as_numbers("Closures are first-class values.") == "Closures are first-class values."
+    assert lexical.value_conflict(
+        lexical.ordinals_as_numbers("The second problem case is rejected."),
+        "It is rejected.\n### Problem case #1: references assigned into a variable",
+    ) == ("2", "case #1")
+
+
+_PROBLEM_CASES_PAGE = """# Non-lexical lifetimes
+
+- Feature Name: nll
+- Start Date: 2017-08-02
+- RFC PR: rust-lang/rfcs#2094
+
+## Motivation
+
+### Problem case #1: references assigned into a variable
+
+The way that the compiler currently works, assigning a reference into a variable means that its \
+lifetime must be as large as the entire scope of that variable.
+
+### Problem case #2: conditional control flow
+
+A borrow that is returned out of the function on one branch of a `match` is held on every other \
+branch as well, so the map cannot be mutated in the `None` arm.
+
+### Problem case #3: conditional control flow across functions
+
+The same pattern split across two functions is rejected even when each function alone would be \
+accepted.
+"""
+_SECOND_CASE = (
+    "In the RFC's second problem case, assigning a reference into a variable meant that its lifetime had to be"
+    " as large as the variable's entire scope."
+)
+
+
+def test_the_nth_case_is_compared_with_the_number_its_sections_heading_gives() -> None:
+    """The passage says it under "### Problem case #1": "the second problem case" is
+    unsupported, "the first problem case" supported. The page's start date 2017-08-02 holds a
+    2 (its day), which is no identifier of the page: "case #2" is still compared (as on the
+    same page without the date)."""
+    dated = SourceText("S1", _PROBLEM_CASES_PAGE)
+    undated = SourceText("S2", _PROBLEM_CASES_PAGE.replace("- Start Date: 2017-08-02\n", ""))
+    second, first, second_undated = assess_sources(
+        [(_SECOND_CASE, dated), (_SECOND_CASE.replace("second", "first"), dated), (_SECOND_CASE, undated)],
+        get_embedder,
+        Thresholds(),
+    )
+    for wrong in (second, second_undated):
+        assert wrong.verdict == "unsupported", wrong.reasons
+        assert any("case #1" in r for r in wrong.reasons), wrong.reasons
+    assert first.verdict == "supported", first.reasons
+
+
+def test_nothing_in_says_no() -> None:
+    """ "nothing in the body runs" says no as "not" does; "nothing but" and a bare "nothing"
+    describe; "without evaluating any of the body" says no in other words only."""
+    assert lexical.negates("nothing in the body runs")
+    assert lexical.negates("Nothing within the loop is evaluated.")
+    assert not lexical.negates("nothing but a function")
+    assert not lexical.negates("The closure returns a future without evaluating any of the body.")
+    assert lexical.may_negate("The closure returns a future without evaluating any of the body.")
+
+
+_ASYNC_FN_PAGE = """# Async closures
+
+## Motivation
+
+An async function is a kind of delayed computation - nothing in the body of the function actually \
+runs until you begin polling the future returned by the function.
+
+## Closures returning async blocks
+
+Users often write a closure that returns an async block instead. When you call that closure, it \
+returns a future immediately without evaluating any of the body (just like an async function).
+
+## Drawbacks
+
+The new traits add to the language's surface beside `async fn` and `await`, and users must learn \
+when to name each of them.
+"""
+
+
+def test_a_passage_saying_no_in_other_words_does_not_clear_a_sentence_saying_yes() -> None:
+    """ "runs its body up to the first `await`" against "nothing in the body ... runs until you
+    begin polling": the opposite, and the page's "returns a future immediately without
+    evaluating any of the body", as close and in the same words, says no too (it agreed with
+    the sentence for want of a "not"). The sentence that says no is supported."""
+    page = SourceText("S1", _ASYNC_FN_PAGE)
+    runs, waits = assess_sources(
+        [
+            ("Calling an `async fn` runs its body up to the first `await` before it returns a future.", page),
+            ("Calling an `async fn` does not run its body; nothing runs until the future is polled.", page),
+        ],
+        get_embedder,
+        Thresholds(),
+    )
+    assert runs.verdict == "unsupported", runs.reasons
+    assert "the passage says the opposite (negation)" in runs.reasons, runs.reasons
+    assert waits.verdict == "supported", waits.reasons
+
+
+_ASYNC_PITFALLS_PAGE = """# Async closures
+
+- Feature Name: async_closure
+- RFC PR: rust-lang/rfcs#3668
+
+## Summary
+
+These traits give users the ability to express bounds for async callable types that are \
+higher-ranked, and allow async closures to return futures which borrow from the closure's captures.
+
+## Motivation
+
+Users today write a closure that returns an async block. This pattern has two problems:
+
+- Inability to express higher-ranked async function signatures.
+- That closures cannot return futures that borrow from the closure captures.
+
+## Drawbacks
+
+The new traits add to the language's surface, and users must learn when to name each of them.
+"""
+_PITFALLS = (
+    "RFC 3668 names two pitfalls of that pattern: you cannot express higher-ranked async signatures,"
+    " and a closure cannot return a future that borrows from the closure's captures."
+)
+
+
+def test_a_passage_saying_the_contradicted_clause_as_fully_says_it_the_sentences_way() -> None:
+    """The chosen passage (what the new traits allow) contradicts the sentence's clause "a
+    closure cannot return a future that borrows"; the motivation's list item says that clause
+    in all its words, though less of the whole sentence than the chosen passage: the page says
+    it the sentence's way. Without the item the finding stands."""
+    page = SourceText("S1", _ASYNC_PITFALLS_PAGE)
+    without_item = SourceText(
+        "S2",
+        _ASYNC_PITFALLS_PAGE.replace(
+            "- That closures cannot return futures that borrow from the closure captures.\n", ""
+        ),
+    )
+    said, unsaid = assess_sources([(_PITFALLS, page), (_PITFALLS, without_item)], get_embedder, Thresholds())
+    assert said.verdict == "supported", said.reasons
+    assert not any("opposite" in r for r in said.reasons), said.reasons
+    assert "the passage says the opposite (negation)" in unsaid.reasons, unsaid.reasons
+
+
+_OUTLIVES_PAGE = """# Capturing lifetimes in impl Trait
+
+## Motivation
+
+Today, a return-position `impl Trait` captures only the type parameters in scope. To capture a \
+lifetime, users write the `Captures` trick, adding a bound `Captures<'a>` to the opaque type.
+
+## The `outlives` trick
+
+An older trick adds a bound `'a` to the opaque type. This trick fails when there are multiple \
+independent lifetimes that are captured, since no single lifetime outlives them all.
+
+## Drawbacks
+
+Changing the rules of capture in a new edition means that users must learn both rules.
+"""
+
+
+def test_whenever_is_an_absolute() -> None:
+    """ "fails whenever any lifetime is captured" against "fails when there are multiple
+    independent lifetimes": "whenever" claims every case, as "always" does; the page's "when"
+    restated is supported."""
+    passage = "This trick fails when there are multiple independent lifetimes that are captured"
+    whenever = "The `outlives` trick of adding a bound to the opaque type fails whenever any lifetime is captured."
+    assert lexical.stronger_cues(whenever, passage) == ['"whenever"']
+    assert lexical.stronger_cues(whenever, passage.replace(" when ", " whenever ")) == []
+    page = SourceText("S1", _OUTLIVES_PAGE)
+    strong, kept = assess_sources(
+        [
+            (whenever, page),
+            (
+                "The `outlives` trick of adding a bound to the opaque type fails when multiple independent"
+                " lifetimes are captured.",
+                page,
+            ),
+        ],
+        get_embedder,
+        Thresholds(),
+    )
+    assert strong.verdict == "weak", strong.reasons
+    assert 'stated more strongly than the passage: "whenever"' in strong.reasons, strong.reasons
+    assert kept.verdict == "supported", kept.reasons
+
+
+def test_only_a_diminishes_and_claims_nothing_exclusive() -> None:
+    """ "only a future possibility", "only part of", "only some" say less, not "nothing else";
+    "only method calls" is still exclusive."""
+    assert (
+        lexical.stronger_cues(
+            "annotated try blocks are only a future possibility", "annotated try blocks are a future possibility"
+        )
+        == []
+    )
+    for diminished in ("only an", "only part of the", "only some", "only partly the"):
+        assert lexical.stronger_cues(f"It covers {diminished} case.", "It covers a case.") == [], diminished
+    assert lexical.stronger_cues(
+        "Two-phase borrows apply to only method calls.", "Two-phase borrows apply to method calls."
+    ) == ['"only"']
