@@ -971,3 +971,33 @@ def test_only_a_diminishes_and_claims_nothing_exclusive() -> None:
     assert lexical.stronger_cues(
         "Two-phase borrows apply to only method calls.", "Two-phase borrows apply to method calls."
     ) == ['"only"']
+
+
+def test_a_year_and_its_thing_said_apart_or_in_other_words_are_no_conflict() -> None:
+    """False positives found by reading the rules: the word after the thing is no thing ("2024
+    edition keeps"), a page may write the year a few words from the thing ("the survey run in
+    2016"), and a page's start date names a day, not its subject."""
+    editions = lexical.flat("Code written for the 2021 edition keeps compiling. The 2024 edition changes the rules.")
+    assert lexical.year_named_otherwise("Code written for the 2024 edition keeps compiling too.", editions) == ("", "")
+    survey = lexical.flat("The 2017 survey repeated the questions of the survey run in 2016, when builds were slow.")
+    assert lexical.year_named_otherwise("The 2016 survey found that builds were slow.", survey) == ("", "")
+    dated = lexical.flat("- Start Date: 2016-10-04\n\n# Roadmap\n\nThis RFC proposes the 2017 Rust Roadmap.")
+    assert lexical.year_named_otherwise("The 2016 roadmap was short.", dated) == ("2016 roadmap", "2017 rust roadmap")
+
+
+def test_only_things_a_text_numbers_are_read_as_numbered() -> None:
+    """ "the first alternative needs" is alternative #1 (not "alternative needs #1"); "At first
+    glance" and "the first two problem cases" number nothing; the passage's own ordinals are
+    read the same way, so its "Unlike the first alternative" under "### Alternative 2" holds #1."""
+    assert lexical.ordinals_as_numbers("the first alternative needs a keyword") == "the alternative #1 needs a keyword"
+    assert lexical.ordinals_as_numbers("At first glance the borrow") == "At first glance the borrow"
+    assert lexical.ordinals_as_numbers("The first two problem cases") == "The first two problem cases"
+    passage = lexical.ordinals_as_numbers(
+        "### Alternative 2: a macro\nUnlike the first alternative, it needs no keyword."
+    )
+    assert lexical.value_conflict(
+        lexical.ordinals_as_numbers("In the first alternative, a keyword is needed."), passage
+    ) == (
+        "",
+        "",
+    )

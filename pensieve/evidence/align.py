@@ -342,7 +342,8 @@ def assess(
     # "the second problem case" is case #2.
     value, other_value = (
         lexical.value_conflict(
-            lexical.ordinals_as_numbers(claim), window.text + "\n" + _heading(source.text, window.start)
+            lexical.ordinals_as_numbers(claim),
+            lexical.ordinals_as_numbers(window.text + "\n" + _heading(source.text, window.start)),
         )
         if sims[index] >= thresholds.supported
         else ("", "")

@@ -809,8 +809,32 @@ def _as_written(text: str, label: str, value: str) -> str:
 
 
 _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8}
-# "the second problem case" is "problem case #2": a label a heading or a passage numbers.
-_ORDINAL_LABEL = re.compile(r"\b(" + "|".join(_ORDINALS) + r")\s+((?:[a-z]+\s+)?)([a-z]{3,})\b", re.I)
+# "the second problem case" is "problem case #2": a label a heading or a passage numbers. Only
+# things a text numbers ("At first glance", "the first two cases" are no such label).
+_NUMBERED = (
+    "case",
+    "step",
+    "phase",
+    "stage",
+    "part",
+    "chapter",
+    "section",
+    "rule",
+    "example",
+    "option",
+    "alternative",
+    "goal",
+    "point",
+    "item",
+    "proposal",
+    "approach",
+    "question",
+    "pass",
+    "level",
+)
+_ORDINAL_LABEL = re.compile(
+    r"\b(" + "|".join(_ORDINALS) + r")\s+((?:[a-z]+\s+)?)(" + "|".join(_NUMBERED) + r")\b", re.I
+)
 
 
 def ordinals_as_numbers(text: str) -> str:
@@ -1028,25 +1052,31 @@ def listed_after(text: str, end: int) -> int:
     return count
 
 
-# A year (or a four-digit number) naming a thing: "the 2016 roadmap", "Rust 2021 and later
-# editions", "the RFC 2052 approach"; the thing is the next word or the one after it.
-_YEAR_NOUN = re.compile(r"\b((?:19|20)\d\d)\s+([A-Za-z]{4,})(?:\s+([A-Za-z]{4,}))?")
+# A year (or a four-digit number) naming a thing: "the 2016 roadmap", "the RFC 2052
+# approach"; the thing is the word after it.
+_YEAR_NOUN = re.compile(r"\b((?:19|20)\d\d)\s+([A-Za-z]{4,})\b")
+_YEAR_NEAR = 120  # characters either side: "the survey run in 2016" names the 2016 survey
 
 
 def year_named_otherwise(sentence: str, flat_page: str) -> tuple[str, str]:
-    """ "the 2016 roadmap" where the page (`flat` text) never writes that but writes "the
-    2017 Rust Roadmap": (the sentence's words, the page's); ("", "") when none."""
+    """ "the 2016 roadmap" where the page (`flat` text) never writes that year near that
+    thing but writes "the 2017 Rust Roadmap": (the sentence's words, the page's); ("", "")
+    when none."""
     for match in _YEAR_NOUN.finditer(sentence):
-        year = match.group(1)
-        for noun in (g.lower() for g in match.groups()[1:] if g):
-            if noun in _STOP:
-                continue
-            stem = re.escape(noun[: max(4, len(noun) - 2)])
-            if re.search(rf"\b{year}\s+(?:\w+\s+)?{stem}|\b{stem}\w*\s+(?:of\s+)?{year}\b", flat_page):
-                continue
-            other = re.search(rf"\b((?:19|20)\d\d)\s+(?:\w+\s+)?{stem}\w*", flat_page)
-            if other is not None and other.group(1) != year:
-                return f"{year} {noun}", other.group(0)
+        year, noun = match.group(1), match.group(2).lower()
+        if noun in _STOP:
+            continue
+        stem = noun[: max(4, len(noun) - 2)]
+        # (a date, "2016-10-04", names a day: the page's own start date is no roadmap of 2016)
+        near = (
+            flat_page[max(0, m.start() - _YEAR_NEAR) : m.end() + _YEAR_NEAR]
+            for m in re.finditer(rf"{year}(?![-/]\d)", flat_page)
+        )
+        if any(stem in text for text in near):
+            continue
+        other = re.search(rf"\b((?:19|20)\d\d)\s+(?:\w+\s+)?{re.escape(stem)}\w*", flat_page)
+        if other is not None and other.group(1) != year:
+            return f"{year} {noun}", other.group(0)
     return "", ""
 
 
