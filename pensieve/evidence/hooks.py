@@ -72,8 +72,12 @@ def align_file(
     embedder: Callable[[], Embedder] = get_embedder,
     sources: tuple[dict[str, SourceText], dict[str, str]] | None = None,
     cache: VectorCache | None = None,
+    *,
+    look_elsewhere: bool = True,
 ) -> Alignment | None:
-    """Align one artifact (None if it does not exist) and store the result in evidence.json."""
+    """Align one artifact (None if it does not exist) and store the result in evidence.json.
+    `look_elsewhere=False` leaves the wrong-source look to `look_elsewhere` (the pipeline runs
+    it beside the next stage: it only makes citations weak, and no stage is sent those)."""
     path = project.file(name)
     if not path.is_file():
         return None
@@ -85,11 +89,26 @@ def align_file(
     # verdicts must not depend on whether its fact_check.md landed during the seconds of work.
     quotes = verified_quotes(project.dir, texts)
     alignment = align_text(name, text, texts, cache, embedder, thresholds(settings), numbers, labels)
-    if recheck(alignment.claims, alignment.citations, texts, cache, thresholds(settings)):
+    if look_elsewhere and recheck(alignment.claims, alignment.citations, texts, cache, thresholds(settings)):
         alignment.refresh()
     apply_fact_check(alignment, quotes)
     store(project, alignment, settings)
     return alignment
+
+
+def look_elsewhere(
+    project: Project, alignment: Alignment, settings: Settings, embedder: Callable[[], Embedder] = get_embedder
+) -> int:
+    """The wrong-source look (`elsewhere.recheck`) for an alignment `align_file` stored without
+    it; evidence.json is stored again when a citation is lowered. Returns how many were."""
+    texts = load_source_texts(project.dir)[0]
+    cache = shared_cache(project.dir / VECTORS_DIR, embedder)
+    lowered = recheck(alignment.claims, alignment.citations, texts, cache, thresholds(settings))
+    if lowered:
+        alignment.refresh()
+        apply_fact_check(alignment, verified_quotes(project.dir, texts))  # a verified quote still holds
+        store(project, alignment, settings)
+    return lowered
 
 
 def warm_up(

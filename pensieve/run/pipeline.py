@@ -47,6 +47,7 @@ from pensieve.tools.registry import RunResources, Tool, ToolContext
 from pensieve.topics.capture import capture_on_complete
 
 if TYPE_CHECKING:
+    from pensieve.evidence.align import Alignment
     from pensieve.evidence.schema import ArtifactEvidence
     from pensieve.tools.mcp import McpServers
 
@@ -86,6 +87,7 @@ class Runner:
         self.resend_after_recovery: dict[str, str] = {}
         # The evidence check's model and sources, made ready while a stage waits for its model.
         self._evidence_warm_up: asyncio.Future[None] | None = None
+        self._looking_elsewhere: asyncio.Future[None] | None = None
         # Set when a check begins: the warm-up stops embedding ahead and leaves the rest to it;
         # once a draft was checked, its sentences (not the notes') say what the next one needs.
         self._warm_up_stop = threading.Event()
@@ -210,6 +212,10 @@ class Runner:
             if cancel:
                 check.cancel()
         results = await asyncio.gather(*checks, return_exceptions=True)
+        if self._looking_elsewhere is not None:  # (started by a check above)
+            if cancel:
+                self._looking_elsewhere.cancel()
+            await asyncio.gather(self._looking_elsewhere, return_exceptions=True)
         bugs = [r for r in results if isinstance(r, Exception) and not isinstance(r, asyncio.CancelledError)]
         if bugs and not cancel:
             raise bugs[0]
@@ -491,8 +497,12 @@ class Runner:
             self._warm_up_stop.set()
             self._warm_up_stop = threading.Event()
             await asyncio.wait([self._evidence_warm_up])
+        if self._looking_elsewhere is not None:
+            await asyncio.wait([self._looking_elsewhere])  # one writer of evidence.json at a time
         try:
-            alignment = await asyncio.to_thread(evidence_hooks.align_file, self.project, stage.writes, self.settings)
+            alignment = await asyncio.to_thread(
+                evidence_hooks.align_file, self.project, stage.writes, self.settings, look_elsewhere=False
+            )
         except PensieveError as exc:  # the embedding model is missing or damaged: say so, go on
             self.events.note(f"evidence check after {stage.name} skipped: {exc}")
             return None
@@ -523,6 +533,7 @@ class Runner:
         self.events.emit(
             EventKind.EVIDENCE, stage.name, file=stage.writes, summary=entry["summary"], judge_calls=judge_calls
         )
+        self._look_elsewhere(stage, alignment)
         if not stage.resend_on_failed_check:
             return None
         self.status.problems = [
@@ -535,6 +546,26 @@ class Runner:
         return evidence_hooks.repair_instructions(
             entry, stage.writes, settings.max_listed, own=True, project_dir=self.project.dir
         )
+
+    def _look_elsewhere(self, stage: Stage, alignment: Alignment) -> None:
+        """The wrong-source look (a doubtful citation another source says much more closely is
+        made weak) beside the next stage: no stage is sent a weak citation, and its embedding
+        was a second of the first check's critical path. The next check and the run's end wait
+        for it; it never fails the run."""
+        from pensieve.evidence import hooks as evidence_hooks
+
+        async def look() -> None:
+            try:
+                lowered = await asyncio.to_thread(evidence_hooks.look_elsewhere, self.project, alignment, self.settings)
+            except Exception as exc:  # evidence.json keeps the check's verdicts
+                self.events.note(f"evidence after {stage.name}: the look at the other sources failed: {exc}")
+                return
+            if lowered:
+                self.events.note(
+                    f"evidence after {stage.name}: {lowered} citation(s) another source says more closely (weak)"
+                )
+
+        self._looking_elsewhere = asyncio.ensure_future(look())
 
     async def _catch_up_evidence(self) -> None:
         """Evidence a crash (or a hand edit) left missing or stale for a complete stage."""
