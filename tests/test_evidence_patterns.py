@@ -109,6 +109,11 @@ def test_an_approximated_absolute_is_none() -> None:
 
 
 # -- the real sentences against their real pages ---------------------------------------------
+def _against(page: SourceText, *sentences: str) -> list[Citation]:
+    """Each sentence against one page, as the pipeline judges a (sentence, source) pair."""
+    return assess_sources([(sentence, page) for sentence in sentences], get_embedder, Thresholds())
+
+
 def _judge(ids: list[str]) -> dict[str, Citation]:
     """The rows' sentences against their corpus pages, each with the sentence's other cited
     sources, as the pipeline judges them."""
@@ -425,7 +430,7 @@ def test_an_opposite_word_needs_fewer_of_the_sentences_words_in_the_passage() ->
     share = lexical.coverage(lexical.without_cues(turned), _AWKWARD)
     assert 0.4 <= share < 0.5, share
     page = SourceText("S1", _NLL_PAGE)
-    easy, awkward = assess_sources([(turned, page), (kept, page)], get_embedder, Thresholds())
+    easy, awkward = _against(page, turned, kept)
     assert easy.verdict == "unsupported", easy.reasons
     assert any("awkward, not easy" in r for r in easy.reasons), easy.reasons
     assert awkward.verdict == "supported", awkward.reasons
@@ -539,9 +544,7 @@ def test_an_absolute_over_a_longer_list_than_the_pages_is_weak() -> None:
     AsyncFnMut as a second claim the page makes in a sentence of its own, stay supported."""
     page = SourceText("S1", _ASYNC_CLOSURES_PAGE)
     restated = "Like regular closures, async closures always implement `AsyncFnOnce`."
-    widened, kept, also = assess_sources(
-        [(_ASYNC_ALL_THREE, page), (restated, page), (_ASYNC_ALSO, page)], get_embedder, Thresholds()
-    )
+    widened, kept, also = _against(page, _ASYNC_ALL_THREE, restated, _ASYNC_ALSO)
     assert widened.verdict == "weak", widened.reasons
     assert "the passage says it of AsyncFnOnce, not of AsyncFnMut" in widened.reasons, widened.reasons
     for genuine in (kept, also):
@@ -553,11 +556,7 @@ def test_only_over_a_longer_list_than_the_pages_is_weak() -> None:
     """Two-phase borrows "used only when desugaring method calls and compound assignments" against
     "only used when desugaring method calls" is weak; the page's own restriction is supported."""
     page = SourceText("S1", _TWO_PHASE_PAGE)
-    wider, kept = assess_sources(
-        [(_TWO_PHASE_WIDER, page), ("Two-phase borrows are used only when desugaring method calls.", page)],
-        get_embedder,
-        Thresholds(),
-    )
+    wider, kept = _against(page, _TWO_PHASE_WIDER, "Two-phase borrows are used only when desugaring method calls.")
     assert wider.verdict == "weak", wider.reasons
     assert any(
         r.startswith("the passage says it of when desugaring method calls, not of compound assignments")
@@ -631,13 +630,10 @@ def test_a_count_the_pages_list_does_not_have_is_unsupported() -> None:
     page gives the goals and their number otherwise (its "six" is about crates measured, so
     only the list says no); "four major goals" is supported."""
     page = SourceText("S1", _OVERFLOW_PAGE)
-    six, four = assess_sources(
-        [
-            ("The RFC lists six major goals for the overflow design.", page),
-            ("The RFC lists four major goals for the overflow design.", page),
-        ],
-        get_embedder,
-        Thresholds(),
+    six, four = _against(
+        page,
+        "The RFC lists six major goals for the overflow design.",
+        "The RFC lists four major goals for the overflow design.",
     )
     assert six.verdict == "unsupported", six.reasons
     assert "the passage lists 4 goals, not 6" in six.reasons, six.reasons
@@ -675,13 +671,10 @@ the bare form.
 def test_everywhere_said_of_what_the_page_says_of_one_place_is_weak() -> None:
     """The page requires `dyn` in function signatures; the sentence requires it everywhere."""
     page = SourceText("S1", _DYN_PAGE)
-    everywhere, there = assess_sources(
-        [
-            ("The 2018 edition requires the `dyn` keyword for trait objects everywhere.", page),
-            ("The 2018 edition requires the `dyn` keyword for trait objects in function signatures.", page),
-        ],
-        get_embedder,
-        Thresholds(),
+    everywhere, there = _against(
+        page,
+        "The 2018 edition requires the `dyn` keyword for trait objects everywhere.",
+        "The 2018 edition requires the `dyn` keyword for trait objects in function signatures.",
     )
     assert everywhere.verdict == "weak", everywhere.reasons
     assert 'stated more strongly than the passage: "everywhere"' in everywhere.reasons, everywhere.reasons
@@ -855,13 +848,10 @@ def test_a_passage_saying_no_in_other_words_does_not_clear_a_sentence_saying_yes
     evaluating any of the body", as close and in the same words, says no too (it agreed with
     the sentence for want of a "not"). The sentence that says no is supported."""
     page = SourceText("S1", _ASYNC_FN_PAGE)
-    runs, waits = assess_sources(
-        [
-            ("Calling an `async fn` runs its body up to the first `await` before it returns a future.", page),
-            ("Calling an `async fn` does not run its body; nothing runs until the future is polled.", page),
-        ],
-        get_embedder,
-        Thresholds(),
+    runs, waits = _against(
+        page,
+        "Calling an `async fn` runs its body up to the first `await` before it returns a future.",
+        "Calling an `async fn` does not run its body; nothing runs until the future is polled.",
     )
     assert runs.verdict == "unsupported", runs.reasons
     assert "the passage says the opposite (negation)" in runs.reasons, runs.reasons
