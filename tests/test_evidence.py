@@ -24,13 +24,14 @@ from pensieve.evidence.hooks import align_file, current_evidence, stale_artifact
 from pensieve.evidence.store import EVIDENCE_FILE, describe_share, latest_summary
 from pensieve.evidence.vectors import VECTORS_DIR
 from pensieve.model.llm import LLMReply
+from pensieve.project.events import read_events
 from pensieve.project.source_archive import SourceArchive
 from pensieve.project.workspace import Project, open_workspace
 from pensieve.topics.embedder import MODEL_PACKAGE, Embedder, get_embedder
 from tests.conftest import Home
 from tests.evidence_scoring import corpus_dir, load_labels, load_real, score, score_real
 from tests.fakes.cli_process import child_env
-from tests.fakes.web_site import ARTICLE_FACT, FakeSite
+from tests.fakes.web_site import ARTICLE_FACT, PAGES, FakeSite
 from tests.publish_fixtures import damaged_evidence
 from tests.test_citations import P1, P2, P3, TYPED_REFS, article, script_clean_run, status_of, write
 
@@ -583,3 +584,66 @@ def test_evidence_a_crash_left_missing_is_computed_when_the_run_resumes(web_home
     assert web_home.run("run", pid, "--until", "reviser", "--quiet").exit_code == 0
     assert json.loads(evidence.read_text())["artifacts"]["draft_v1.md"]["summary"]["unsupported"] == 1
     assert "14 not found in S1" in web_home.model.for_stage("reviser")[0].messages[1]["content"]
+
+
+# S1 (the HNSW page) also says loosely that an idle worker "takes over some of the pending work"
+# of another, S2 (the PQ page) says it closely and in more of its words: the pair of
+# test_evidence_patterns.py's wrong-source tests. The draft cites S1 for it.
+STEALS = "A worker whose queue is empty steals tasks from another worker chosen at random [S1]."
+LOOSELY = (
+    "A worker whose own queue of tasks is empty takes over some of the pending work of another worker, "
+    "which keeps all cores busy."
+)
+CLOSELY = (
+    "When a worker's local queue is empty, it steals half of the tasks from the queue of another, "
+    "randomly chosen worker."
+)
+
+
+@pytest.mark.slow
+def test_a_citation_another_source_says_more_closely_is_made_weak_beside_the_next_stage(
+    web_home: Home, site: FakeSite
+) -> None:
+    """The wrong-source look, run beside the stages after the drafter's check: it is finished
+    by the end of the run, evidence.json stored again and the events saying so."""
+    for path, line in (("/article", LOOSELY), ("/second", CLOSELY)):
+        title, body = PAGES[path]
+        web_home.monkeypatch.setitem(PAGES, path, (title, f"{body}\n{line}"))
+    pid = web_home.new()
+    script_clean_run(web_home, site, draft=article(P1, STEALS, P2) + TYPED_REFS)
+    assert web_home.run("run", pid, "--until", "reviser", "--quiet").exit_code == 0
+    project = web_home.project_dir(pid)
+    draft = json.loads((project / EVIDENCE_FILE).read_text())["artifacts"]["draft_v1.md"]
+    moved = next(s for s in draft["sentences"] if s["text"] == STEALS)
+    (cited,) = moved["citations"]
+    assert cited["source"] == "S1" and cited["passage"]["text"] == LOOSELY, cited
+    assert cited["verdict"] == moved["verdict"] == "weak", cited
+    (reason,) = cited["reasons"]
+    assert reason.startswith("S2 says it more closely (") and reason.endswith(
+        f"against {cited['score']:.2f}): is S1 the source?"
+    ), reason
+    # The draft's other sentences are as the check left them.
+    others = [
+        (s["text"], s["verdict"], [(c["source"], c["verdict"], c["reasons"]) for c in s["citations"]])
+        for s in draft["sentences"]
+        if s is not moved
+    ]
+    assert others == [(P1, "supported", [("S1", "supported", [])]), (P2, "supported", [("S2", "supported", [])])]
+    assert draft["summary"] == {
+        "cited_sentences": 3,
+        "supported": 2,
+        "weak": 1,
+        "unsupported": 0,
+        "supported_share": 0.667,
+    }
+    events = read_events(project / "events.jsonl")
+    notes = [str(e.get("message")) for e in events if e["kind"] == "note"]
+    assert [n for n in notes if "more closely" in n] == [
+        "evidence after drafter: 1 citation(s) another source says more closely (weak)"
+    ]
+    # The check itself (its event) found all three supported: the look came after it.
+    (checked,) = [e for e in events if e["kind"] == "evidence" and e.get("file") == "draft_v1.md"]
+    assert checked["summary"]["supported"] == 3 and checked["summary"]["weak"] == 0, checked
+    # A weak citation is never sent to a stage: the reviser is told of no sentence of draft_v1.
+    task = web_home.model.for_stage("reviser")[0].messages[1]["content"]
+    assert "could not find support" not in task and "steals tasks" not in task and "S2 says it" not in task
