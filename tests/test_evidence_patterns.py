@@ -746,7 +746,7 @@ def test_a_thing_named_by_another_year_than_the_pages_is_unsupported() -> None:
         others=[[], [], [looking_back], []],
     )
     assert wrong.verdict == "unsupported", wrong.reasons
-    assert wrong.reasons == ['S1 says "2017 rust roadmap", not "2016 roadmap"'], wrong.reasons
+    assert wrong.reasons == ['S1 says "2017 Rust Roadmap", not "2016 roadmap"'], wrong.reasons
     for kept in (right, beside, edition):
         assert kept.verdict == "supported", kept.reasons
         assert not any(" says " in r for r in kept.reasons), kept.reasons

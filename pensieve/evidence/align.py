@@ -456,7 +456,7 @@ def _name_findings(
             found.add("unsupported", f"`{name}` not found in {sid}", 0.7)
     ours, theirs = lexical.year_named_otherwise(claim, view.flat)
     if theirs and not any(ours in text for text in elsewhere):
-        found.add("unsupported", f'{sid} says "{theirs}", not "{ours}"', 0.8)
+        found.add("unsupported", f'{sid} says "{_as_the_page_writes(theirs, view.source.text)}", not "{ours}"', 0.8)
 
 
 def _miscounted(claim: str, view: SourceView, near: list[int]) -> str:
@@ -476,6 +476,13 @@ def _miscounted(claim: str, view: SourceView, near: list[int]) -> str:
             if listed and listed != number and any(w.startswith(noun[:-1]) for w in words):
                 return f"the passage lists {listed} {noun}, not {number}"
     return ""
+
+
+def _as_the_page_writes(words: str, text: str) -> str:
+    """Words found in the flattened page, as the page writes them ("2017 Rust Roadmap")."""
+    pattern = r"[\s*_`]+".join(re.escape(w) for w in words.split())
+    match = re.search(pattern, text, re.I)
+    return match.group(0).replace("*", "").replace("`", "") if match else words
 
 
 def _heading(text: str, start: int) -> str:
