@@ -5,6 +5,7 @@ with the passages of its cited sources that best support it.
   as the article reader (`pensieve.article.sentences`) reads them;
 - `lexical`: the numbers, dates, quantities and named entities a sentence asserts;
 - `align`: MiniLM similarity plus the lexical evidence -> a verdict per (sentence, source);
+- `elsewhere`: a doubtful citation another source of the project says much more closely;
 - `vectors`: source window vectors cached per content hash (re-checking embeds nothing);
 - `store`: evidence.json (read without numpy or torch: `list` and `status` use it);
 - `schema`: the shape of its entries, as typed dicts for their readers;

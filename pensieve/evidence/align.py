@@ -450,12 +450,15 @@ def _name_findings(
     it), a thing named by its year ("the 2016 roadmap" where the page is "the 2017 Rust
     Roadmap"). On the real set neither fires on a genuine sentence."""
     sid = view.source.id
-    elsewhere = [lexical.flat(o.text) for o in others]
+
+    def elsewhere(words: str) -> bool:  # (flattening a whole page only when it is asked)
+        return any(words in lexical.flat(o.text) for o in others)
+
     for name in names:
-        if lexical.flat(name) not in view.flat and not any(lexical.flat(name) in text for text in elsewhere):
+        if lexical.flat(name) not in view.flat and not elsewhere(lexical.flat(name)):
             found.add("unsupported", f"`{name}` not found in {sid}", 0.7)
     ours, theirs = lexical.year_named_otherwise(claim, view.flat)
-    if theirs and not any(ours in text for text in elsewhere):
+    if theirs and not elsewhere(ours):
         found.add("unsupported", f'{sid} says "{_as_the_page_writes(theirs, view.source.text)}", not "{ours}"', 0.8)
 
 

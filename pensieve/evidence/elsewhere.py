@@ -7,9 +7,9 @@ Looked at only where it can change a verdict, so a check embeds a few windows mo
 whole archive: a supported citation scoring below DOUBTFUL, against the LOOK_AT other sources
 whose best window shares the sentence's rarest words most, through the first WINDOWS windows
 the alignment would embed for a citation of them (`candidates`) and any of the others already
-embedded. Measured on the real set (docs/evidence.md):
-2 wrong sources caught that nothing else catches, no genuine sentence flagged; the right source
-was the first by words both times (LOOK_AT 2 leaves room for a page that words it otherwise).
+embedded. Measured on the real set (docs/evidence.md): 2 wrong sources caught that nothing
+else catches, no genuine sentence flagged; the right source was the first by words both times
+(LOOK_AT 2 leaves room for a page that words it otherwise).
 """
 
 from __future__ import annotations

@@ -996,7 +996,7 @@ def widened(said: str, clause: str) -> tuple[list[str], list[str]]:
         return [], []
     listed = _LIST_END.split(said[mine.end() :])[0]
     # A list ends with its "and" / "or" item: ", like regular closures" after it is no item.
-    last = [m for m in re.finditer(r"\s(?:and|or)\s", listed)]
+    last = list(re.finditer(r"\s(?:and|or)\s", listed))
     if not last:
         return [], []
     end = listed.find(",", last[-1].end())

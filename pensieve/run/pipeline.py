@@ -15,6 +15,7 @@ import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 from pensieve.citations import hooks as citation_hooks
@@ -47,7 +48,6 @@ from pensieve.tools.registry import RunResources, Tool, ToolContext
 from pensieve.topics.capture import capture_on_complete
 
 if TYPE_CHECKING:
-    from pensieve.evidence.align import Alignment
     from pensieve.evidence.schema import ArtifactEvidence
     from pensieve.tools.mcp import McpServers
 
@@ -533,7 +533,7 @@ class Runner:
         self.events.emit(
             EventKind.EVIDENCE, stage.name, file=stage.writes, summary=entry["summary"], judge_calls=judge_calls
         )
-        self._look_elsewhere(stage, alignment)
+        self._look_elsewhere(stage, partial(evidence_hooks.look_elsewhere, self.project, alignment, self.settings))
         if not stage.resend_on_failed_check:
             return None
         self.status.problems = [
@@ -547,16 +547,15 @@ class Runner:
             entry, stage.writes, settings.max_listed, own=True, project_dir=self.project.dir
         )
 
-    def _look_elsewhere(self, stage: Stage, alignment: Alignment) -> None:
-        """The wrong-source look (a doubtful citation another source says much more closely is
-        made weak) beside the next stage: no stage is sent a weak citation, and its embedding
-        was a second of the first check's critical path. The next check and the run's end wait
-        for it; it never fails the run."""
-        from pensieve.evidence import hooks as evidence_hooks
+    def _look_elsewhere(self, stage: Stage, look_elsewhere: Callable[[], int]) -> None:
+        """The wrong-source look (`evidence.hooks.look_elsewhere`: a doubtful citation another
+        source says much more closely is made weak) beside the next stage: no stage is sent a
+        weak citation, and its embedding was a second of the first check's critical path. The
+        next check and the run's end wait for it; it never fails the run."""
 
         async def look() -> None:
             try:
-                lowered = await asyncio.to_thread(evidence_hooks.look_elsewhere, self.project, alignment, self.settings)
+                lowered = await asyncio.to_thread(look_elsewhere)
             except Exception as exc:  # evidence.json keeps the check's verdicts
                 self.events.note(f"evidence after {stage.name}: the look at the other sources failed: {exc}")
                 return
