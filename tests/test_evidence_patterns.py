@@ -991,3 +991,14 @@ def test_only_things_a_text_numbers_are_read_as_numbered() -> None:
         "",
         "",
     )
+
+
+def test_an_items_unindented_next_line_goes_on_with_it() -> None:
+    """Markdown lets an item's next line start at the margin ("1. As an applied const to any
+    type which forms a part of the signature of\\nthe item in question"); only a paragraph after
+    a blank line ends the list (RFC 2000's five contexts were counted as one)."""
+    page = (
+        "A const variable can be used in any of these contexts:\n\n1. As an applied const to any\ntype.\n"
+        "2. As part of\nan expression.\n3. As a value.\n\nIn general, it can be used where a const can.\n"
+    )
+    assert lexical.listed_after(page, page.index(":") + 1) == 3

@@ -1043,12 +1043,14 @@ def listed_after(text: str, end: int) -> int:
         return 0
     indent = first.group(1)
     count = 0
+    after_blank = False
     for line in rest.lstrip("\n").splitlines():
         item = _LIST_ITEM.match(line)
         if item is not None and item.group(1) == indent:
             count += 1
-        elif line.strip() and not line.startswith(indent + " ") and not line[:1].isspace() and item is None:
-            break  # a paragraph after the list
+        elif line.strip() and item is None and not line[:1].isspace() and after_blank:
+            break  # a paragraph after the list (an item's next line, unindented, goes on with it)
+        after_blank = not line.strip()
     return count
 
 
