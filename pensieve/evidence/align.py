@@ -183,16 +183,17 @@ def _view_of(source: SourceText, windows: list[Span], vectors: npt.NDArray[np.fl
         if not (k.isdigit() and len(k) < 3)
     }
     own = lexical.Haystack.of(source.meta + "\n" + header_lines(source.text) + "\n" + source.text[:_TITLE_CHARS])
-    return SourceView(source, windows, vectors, whole, known, lexical.flat(source.text), idf, stems, identifiers, own)
+    return SourceView(source, windows, vectors, whole, known, whole.flat, idf, stems, identifiers, own)
 
 
-def candidates(claim: str, view: SourceView) -> list[int]:
+def candidates(claim: str, view: SourceView, scores: list[float] | None = None) -> list[int]:
     """The windows worth embedding for a claim: those sharing its rarest words, those holding
-    its numbers, and those holding its quotations (a small source: all of them)."""
+    its numbers, and those holding its quotations (a small source: all of them). `scores`:
+    the windows' `rare_word_scores` for the claim, when the caller has them already."""
     count = len(view.windows)
     if count <= _SMALL_SOURCE:
         return list(range(count))
-    scores = rare_word_scores(claim, view)
+    scores = scores if scores is not None else rare_word_scores(claim, view)
     order = sorted((i for i in range(count) if scores[i] > 0), key=lambda i: -scores[i])
     floor = scores[order[0]] * _LEXICAL_SHARE if order else 0.0
     chosen = [i for n, i in enumerate(order[:_LEXICAL_CANDIDATES]) if n < _LEXICAL_MIN or scores[i] >= floor]
@@ -332,7 +333,7 @@ def assess(
     _fact_findings(found, missing + borrowed, view, others or [], window)
     _name_findings(found, claim, names, view, others or [])
     # A quotation another cited source of the sentence holds is that source's to support.
-    misquoted = [q for q in misquoted if not any(lexical.flat(q) in lexical.flat(o.text) for o in others or [])]
+    misquoted = [q for q in misquoted if not _said_by(others or [], lexical.flat(q))]
     for quote in misquoted:
         found.add("weak", f'the quoted words "{_short(quote)}" not found in {source.id}', 0.7)
     # "Rust 2021" where the passage the sentence rests on says "Rust 2024" (2021 being
@@ -450,16 +451,18 @@ def _name_findings(
     it), a thing named by its year ("the 2016 roadmap" where the page is "the 2017 Rust
     Roadmap"). On the real set neither fires on a genuine sentence."""
     sid = view.source.id
-
-    def elsewhere(words: str) -> bool:  # (flattening a whole page only when it is asked)
-        return any(words in lexical.flat(o.text) for o in others)
-
     for name in names:
-        if lexical.flat(name) not in view.flat and not elsewhere(lexical.flat(name)):
+        if lexical.flat(name) not in view.flat and not _said_by(others, lexical.flat(name)):
             found.add("unsupported", f"`{name}` not found in {sid}", 0.7)
     ours, theirs = lexical.year_named_otherwise(claim, view.flat)
-    if theirs and not elsewhere(ours):
+    if theirs and not _said_by(others, ours):
         found.add("unsupported", f'{sid} says "{_as_the_page_writes(theirs, view.source.text)}", not "{ours}"', 0.8)
+
+
+def _said_by(others: list[lexical.Haystack], words: str) -> bool:
+    """Whether another source the sentence cites writes these (flattened) words: then they are
+    that source's to support."""
+    return any(words in other.flat for other in others)
 
 
 def _miscounted(claim: str, view: SourceView, near: list[int]) -> str:

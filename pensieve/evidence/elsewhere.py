@@ -93,20 +93,21 @@ def _doubtful(citation: Citation) -> bool:
 def _closest_by_words(claim: str, views: list[SourceView]) -> list[tuple[str, list[int]]]:
     """The LOOK_AT sources whose best window shares the claim's rarest words most (by each
     source's own rarity), with the windows a citation of them would be weighed on."""
-    ranked: list[tuple[float, SourceView]] = []
+    ranked: list[tuple[float, SourceView, list[float]]] = []
     for view in views:
         scores = rare_word_scores(claim, view)
         if scores and max(scores) > 0:
-            ranked.append((max(scores), view))
+            ranked.append((max(scores), view, scores))
     ranked.sort(key=lambda r: -r[0])
-    close = [view for score, view in ranked[:LOOK_AT] if score >= ranked[0][0] * RUNNER_UP]
-    return [(view.source.id, _pool(claim, view)) for view in close]
+    close = [(view, scores) for best, view, scores in ranked[:LOOK_AT] if best >= ranked[0][0] * RUNNER_UP]
+    return [(view.source.id, _pool(claim, view, scores)) for view, scores in close]
 
 
-def _pool(claim: str, view: SourceView) -> list[int]:
-    """The first WINDOWS windows a citation of the source would be weighed on, and any other of
-    them already embedded (free: an earlier sentence needed it)."""
-    pool = candidates(claim, view)
+def _pool(claim: str, view: SourceView, scores: list[float]) -> list[int]:
+    """The first WINDOWS windows a citation of the source would be weighed on (`scores`: its
+    windows' rare-word scores, already computed), and any other of them already embedded
+    (free: an earlier sentence needed it)."""
+    pool = candidates(claim, view, scores)
     return pool[:WINDOWS] + [i for i in pool[WINDOWS:] if not math.isnan(float(view.vectors[i, 0]))]
 
 

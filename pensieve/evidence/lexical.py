@@ -486,6 +486,7 @@ class Haystack:
     lower: str
     _acronyms: set[str] | None = None
     _ranges: list[tuple[float, float]] | None = None
+    _flat: str | None = None
 
     @classmethod
     def of(cls, text: str) -> Haystack:
@@ -502,6 +503,13 @@ class Haystack:
         if self._ranges is None:
             self._ranges = ranges(self.text)
         return self._ranges
+
+    @property
+    def flat(self) -> str:
+        """The text as a quotation is compared with it (`flat`)."""
+        if self._flat is None:
+            self._flat = flat(self.text)
+        return self._flat
 
     def has(self, fact: Fact) -> bool:
         return present(fact, self)
@@ -860,7 +868,8 @@ def value_conflict(sentence: str, passage: str) -> tuple[str, str]:
 
 def may_negate(text: str) -> bool:
     """Whether a text says no, in so many words or in others."""
-    return negates(text) or _IMPLICIT.search(_prose(text)) is not None
+    prose = _prose(text)
+    return _POLARITY.search(prose) is not None or _IMPLICIT.search(prose) is not None
 
 
 # How often is no hedge of how sure ("sometimes a feature needs a new keyword"), and "may",
